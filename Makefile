@@ -1,0 +1,80 @@
+# qwenpipe: libcommon (lib/) and one executable per tools/<name>/.
+#
+#   make            build lib/libcommon.a into build/ and every tool into bin/
+#   make test       build, run the C tests (tests/c/) and the bats tests (tests/*.bats)
+#   make check      the same test suite built with AddressSanitizer + UBSan (build/san/)
+#   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local)
+#   make clean
+#
+# Sources are discovered, not listed: a new lib/foo.c joins libcommon, a new
+# tools/foo/ directory becomes bin/foo, a new tests/c/test_foo.c becomes a C
+# test. Files named *_avx2.c, *_avx512.c, *_vnni.c are compiled for that ISA
+# only; the code that calls them checks CPUID first (lib/cpu.h).
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+OPT     ?= -O2 -g
+BUILD   ?= build
+BIN     ?= bin
+
+CFLAGS  += $(OPT) -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+           -Ilib -I/usr/include/cjson -MMD -MP -pthread
+LDLIBS  += -lopenblas -lcjson -lutf8proc -lm -pthread
+
+LIB_SRC   := $(wildcard lib/*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_A     := $(BUILD)/libcommon.a
+TOOLS     := $(notdir $(wildcard tools/*))
+TOOL_BINS := $(TOOLS:%=$(BIN)/%)
+CTEST_SRC := $(wildcard tests/c/test_*.c)
+CTESTS    := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test ctest bats check install clean
+.SECONDARY:
+
+all: $(TOOL_BINS)
+
+# Per-ISA kernel files.
+$(BUILD)/lib/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/lib/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(BUILD)/lib/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+.SECONDEXPANSION:
+$(BIN)/%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard tools/$$*/*.c)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_A) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/c/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+ctest: $(CTESTS)
+	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
+
+bats: $(TOOL_BINS)
+	BIN=$(abspath $(BIN)) bats tests/
+
+test: all ctest bats
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+check:
+	$(MAKE) BUILD=build/san BIN=build/san/bin \
+	  OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" test
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build bin
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
