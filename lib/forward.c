@@ -116,10 +116,10 @@ static void add(float *y, const float *x, int n)
 		y[i] += x[i];
 }
 
-static void trace(struct forward *f, int index, const float *h)
+static void trace(struct forward *f, int pos, int index, const float *h)
 {
 	if (f->trace)
-		f->trace(f->trace_arg, index, h, f->m->cfg.hidden_size);
+		f->trace(f->trace_arg, pos, index, h, f->m->cfg.hidden_size);
 }
 
 /* One chunk of T <= batch tokens at positions p0.. ; `last` says whether it
@@ -138,7 +138,7 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 	for (int t = 0; t < T; t++)
 		kern_row(&w->embed, ids[t], f->x + (size_t)t * H);
 	if (last)
-		trace(f, 0, f->x + (size_t)(T - 1) * H);
+		trace(f, p0 + T - 1, 0, f->x + (size_t)(T - 1) * H);
 
 	for (int l = 0; l < c->n_layers; l++) {
 		const struct layer_weights *L = &w->layers[l];
@@ -174,7 +174,7 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 		run_mm(&down);
 		add(f->x, f->tmp, T * H);
 		if (last)
-			trace(f, l + 1, f->x + (size_t)(T - 1) * H);
+			trace(f, p0 + T - 1, l + 1, f->x + (size_t)(T - 1) * H);
 	}
 	f->n_past += T;
 	f->positions += T;
@@ -186,7 +186,7 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 	for (int t = first; t < T; t++)
 		k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, w->final_norm, H, eps);
 	if (last)
-		trace(f, c->n_layers + 1, f->xn + (size_t)(T - 1) * H);
+		trace(f, p0 + T - 1, c->n_layers + 1, f->xn + (size_t)(T - 1) * H);
 	struct mm_job head = { f, 1, { { &w->lm_head, f->logits, V } },
 			       f->xn + (size_t)first * H, H, nh, 0 };
 	run_mm(&head);

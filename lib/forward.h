@@ -54,10 +54,10 @@ struct forward_opts {
 	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
 };
 
-/* Called for the last position of each forward_eval: index 0 is the
+/* Called for the last position (pos) of each forward_eval: index 0 is the
  * embedding output, i in 1..n_layers the output of block i - 1, n_layers + 1
- * the output of the final RMSNorm (h has hidden_size floats). */
-typedef void forward_trace_fn(void *arg, int index, const float *h, int n);
+ * the output of the final RMSNorm (h has n = hidden_size floats). */
+typedef void forward_trace_fn(void *arg, int pos, int index, const float *h, int n);
 
 /* Receives the logits of position pos (n_vocab floats, valid during the
  * call). A non-zero return stops forward_eval, which returns -1 (the

@@ -130,10 +130,11 @@ static int on_logits(void *arg, int pos, const float *lg, struct err *e)
 
 static float *hidden;  /* [(n_layers + 2) x hidden] */
 
-static void on_trace(void *arg, int index, const float *h, int n)
+static void on_trace(void *arg, int pos, int index, const float *h, int n)
 {
 	memcpy(hidden + (size_t)index * n, h, sizeof(float) * n);
 	(void)arg;
+	(void)pos;
 }
 
 static int argmax(const float *x, int n)
