@@ -117,16 +117,19 @@ no_fifo_dir() {
 
 @test "generation: SIGTERM removes the FIFO directory" {
 	mkfifo "$BATS_TEST_TMPDIR/p"
-	(echo 1 | exec forward "$SHAPES" > "$BATS_TEST_TMPDIR/p") &
+	echo 1 > "$BATS_TEST_TMPDIR/ids"
+	forward "$SHAPES" < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/p" &
 	pid=$!
 	exec 4< "$BATS_TEST_TMPDIR/p"
 	head -c 4240 <&4 > /dev/null
 	run find "$TMPDIR" -name 'forward.*'
 	refute_output ""
 	kill -TERM $pid
-	wait $pid || true
-	exec 4<&-
+	status=0
+	wait $pid || status=$?
+	assert_equal "$status" 143  # died of SIGTERM, after the cleanup
 	no_fifo_dir
+	exec 4<&-
 }
 
 @test "an id outside the vocabulary is an error naming the id and its line" {
