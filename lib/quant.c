@@ -1,0 +1,354 @@
+/* quant: see quant.h. The schemes, the scalar reference kernels, the
+ * run-time dispatch and the tiled matmul. */
+#include "quant.h"
+#include "quant_isa.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* ---- schemes ---- */
+
+static int8_t round_clamp(float v, int lo, int hi)
+{
+	float r = roundf(v);  /* half away from zero */
+	if (r < (float)lo)
+		return (int8_t)lo;
+	if (r > (float)hi)
+		return (int8_t)hi;
+	return (int8_t)r;
+}
+
+void q8_quantize_row(const float *w, int n, int8_t *q, float *scale)
+{
+	float amax = 0;
+	for (int i = 0; i < n; i++)
+		amax = fmaxf(amax, fabsf(w[i]));
+	float s = amax / 127.0f;
+	*scale = s;
+	for (int i = 0; i < n; i++)
+		q[i] = s == 0 ? 0 : round_clamp(w[i] / s, -127, 127);
+}
+
+static void q4_pack(const int8_t *codes, int n, uint8_t *q)
+{
+	for (int b = 0; b < n; b += Q4_BLOCK)
+		for (int j = 0; j < Q4_BLOCK / 2; j++)
+			q[b / 2 + j] = (uint8_t)((codes[b + j] + 8) |
+						 ((codes[b + Q4_BLOCK / 2 + j] + 8) << 4));
+}
+
+/* Rounds w[n] * iscale to codes in [-8, 7] and returns the fit of the
+ * least-squares scale for those codes: (sum w q)^2 / sum q^2, the amount of
+ * squared error it removes (larger is better); *scale gets that scale. */
+static double q4_fit(const float *w, int n, float iscale, int8_t *codes, float *scale)
+{
+	double swq = 0, sqq = 0;
+	for (int i = 0; i < n; i++) {
+		int8_t c = round_clamp(w[i] * iscale, -8, 7);
+		codes[i] = c;
+		swq += (double)w[i] * c;
+		sqq += (double)c * c;
+	}
+	if (sqq == 0) {
+		*scale = 0;
+		return 0;
+	}
+	*scale = (float)(swq / sqq);
+	return swq * swq / sqq;
+}
+
+/* One group: the scale search of quant.h. codes and best are scratch of n. */
+static float q4_group(const float *w, int n, int8_t *codes, int8_t *best)
+{
+	float m = 0;  /* the weight of largest magnitude, with its sign */
+	for (int i = 0; i < n; i++)
+		if (fabsf(w[i]) > fabsf(m))
+			m = w[i];
+	if (m == 0) {
+		memset(best, 0, (size_t)n);
+		return 0;
+	}
+	double best_fit = -1;
+	float best_scale = 0, s;
+	/* m maps to a in [-9, -6.5] (the -8 side) or [6.5, 9] (the 7 side). */
+	for (int k = 0; k < 22; k++) {
+		float a = 6.5f + 0.25f * (float)(k % 11);
+		if (k >= 11)
+			a = -a;
+		double fit = q4_fit(w, n, a / m, codes, &s);
+		if (fit > best_fit) {
+			best_fit = fit;
+			best_scale = s;
+			memcpy(best, codes, (size_t)n);
+		}
+	}
+	/* One more rounding with the fitted scale. */
+	if (best_scale != 0) {
+		double fit = q4_fit(w, n, 1.0f / best_scale, codes, &s);
+		if (fit > best_fit) {
+			best_scale = s;
+			memcpy(best, codes, (size_t)n);
+		}
+	}
+	return best_scale;
+}
+
+void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales)
+{
+	int8_t codes[group], best[group];
+	for (int g = 0; g < n / group; g++) {
+		scales[g] = q4_group(w + (size_t)g * group, group, codes, best);
+		q4_pack(best, group, q + (size_t)g * group / 2);
+	}
+}
+
+void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *scales)
+{
+	int8_t codes[group];
+	for (int g = 0; g < n / group; g++) {
+		const float *wg = w + (size_t)g * group;
+		float amax = 0;
+		for (int i = 0; i < group; i++)
+			amax = fmaxf(amax, fabsf(wg[i]));
+		float s = amax / 7.0f;
+		for (int i = 0; i < group; i++)
+			codes[i] = s == 0 ? 0 : round_clamp(wg[i] / s, -7, 7);
+		scales[g] = s;
+		q4_pack(codes, group, q + (size_t)g * group / 2);
+	}
+}
+
+int q4_check_shape(int cols, int group, struct err *e)
+{
+	if (group <= 0 || group % Q4_BLOCK != 0)
+		return err_set(e, "group size %d is not a multiple of %d", group, Q4_BLOCK);
+	if (cols % group != 0)
+		return err_set(e, "group size %d does not divide %d columns", group, cols);
+	return 0;
+}
+
+size_t q8_data_bytes(int rows, int cols)
+{
+	return (size_t)rows * (size_t)cols;
+}
+
+size_t q4_data_bytes(int rows, int cols)
+{
+	return (size_t)rows * (size_t)cols / 2;
+}
+
+size_t q4_nscales(int rows, int cols, int group)
+{
+	return (size_t)rows * (size_t)(cols / group);
+}
+
+void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
+{
+	if (w->type == WT_Q8) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
+		float s = w->scales[r];
+		for (int c = c0; c < c1; c++)
+			out[c - c0] = s * (float)q[c];
+		return;
+	}
+	const float *s = w->scales + (size_t)r * (w->cols / w->group_size);
+	const uint8_t *q = (const uint8_t *)w->data + (size_t)r * w->cols / 2;
+	for (int b = c0; b < c1; b += Q4_BLOCK) {
+		float sc = s[b / w->group_size];
+		for (int j = 0; j < Q4_BLOCK / 2; j++) {
+			uint8_t byte = q[b / 2 + j];
+			out[b - c0 + j] = sc * (float)((byte & 15) - 8);
+			out[b - c0 + Q4_BLOCK / 2 + j] = sc * (float)((byte >> 4) - 8);
+		}
+	}
+}
+
+/* ---- scalar reference kernels ---- */
+
+void q8_matvec_scalar(const struct wmat *w, const float *x, float *y, int r0, int r1)
+{
+	for (int r = r0; r < r1; r++) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
+		float acc = 0;
+		for (int c = 0; c < w->cols; c++)
+			acc += (float)q[c] * x[c];
+		y[r] = acc * w->scales[r];
+	}
+}
+
+void q4_matvec_scalar(const struct wmat *w, const float *x, float *y, int r0, int r1)
+{
+	int G = w->group_size, ng = w->cols / G;
+	for (int r = r0; r < r1; r++) {
+		const float *s = w->scales + (size_t)r * ng;
+		float acc = 0;
+		for (int g = 0; g < ng; g++) {
+			float gs = 0;
+			for (int c = g * G; c < (g + 1) * G; c++)
+				gs += (float)q4_code(w, r, c) * x[c];
+			acc += gs * s[g];
+		}
+		y[r] = acc;
+	}
+}
+
+int q8a_padded(int n)
+{
+	return (n + Q8A_BLOCK - 1) / Q8A_BLOCK * Q8A_BLOCK;
+}
+
+void q8a_quantize(const float *x, int n, struct q8act *a)
+{
+	int np = q8a_padded(n);
+	a->n = n;
+	for (int b = 0; b < np; b += Q8A_BLOCK) {
+		int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
+		float amax = 0;
+		for (int i = b; i < e; i++)
+			amax = fmaxf(amax, fabsf(x[i]));
+		float s = amax / 127.0f;
+		a->scales[b / Q8A_BLOCK] = s;
+		for (int i = b; i < b + Q8A_BLOCK; i++)
+			a->q[i] = (i >= e || s == 0) ? 0 : round_clamp(x[i] / s, -127, 127);
+	}
+}
+
+/* The integer dot product of n weight codes with n activation codes. */
+static int32_t q8a_block_dot(const int8_t *wq, const int8_t *aq, int n)
+{
+	int32_t sum = 0;
+	for (int c = 0; c < n; c++)
+		sum += (int32_t)wq[c] * aq[c];
+	return sum;
+}
+
+void q8_matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
+			  int r0, int r1)
+{
+	int n = w->cols;
+	for (int r = r0; r < r1; r++) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * n;
+		float acc = 0;
+		for (int b = 0; b < n; b += Q8A_BLOCK) {
+			int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
+			acc += (float)q8a_block_dot(q + b, a->q + b, e - b) *
+			       a->scales[b / Q8A_BLOCK];
+		}
+		y[r] = acc * w->scales[r];
+	}
+}
+
+void q4_matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
+			  int r0, int r1)
+{
+	int n = w->cols, G = w->group_size;
+	int8_t codes[Q4_BLOCK];
+	for (int r = r0; r < r1; r++) {
+		const float *s = w->scales + (size_t)r * (n / G);
+		float acc = 0;
+		for (int b = 0; b < n; b += Q4_BLOCK) {
+			for (int j = 0; j < Q4_BLOCK; j++)
+				codes[j] = (int8_t)q4_code(w, r, b + j);
+			float sb = a->scales[b / Q8A_BLOCK] * s[b / G];
+			acc += (float)q8a_block_dot(codes, a->q + b, Q4_BLOCK) * sb;
+		}
+		y[r] = acc;
+	}
+}
+
+/* ---- dispatch ---- */
+
+enum quant_isa quant_isa(void)
+{
+	static int isa = -1;
+	if (isa < 0) {
+		__builtin_cpu_init();
+		int avx512 = __builtin_cpu_supports("avx512f") &&
+			     __builtin_cpu_supports("avx512bw") &&
+			     __builtin_cpu_supports("avx512vl") &&
+			     __builtin_cpu_supports("avx512dq");
+		if (avx512 && __builtin_cpu_supports("avx512vnni"))
+			isa = QI_VNNI;
+		else if (avx512)
+			isa = QI_AVX512;
+		else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+			isa = QI_AVX2;
+		else
+			isa = QI_SCALAR;
+	}
+	return (enum quant_isa)isa;
+}
+
+const char *quant_isa_name(enum quant_isa isa)
+{
+	static const char *const names[QI_N] = { "scalar", "avx2", "avx512", "avx512-vnni" };
+	return names[isa];
+}
+
+void quant_matvec_isa(enum quant_isa isa, const struct wmat *w, const float *x,
+		      float *y, int r0, int r1)
+{
+	static quant_matvec_fn *const q8[QI_N] = {
+		q8_matvec_scalar, q8_matvec_avx2, q8_matvec_avx512, q8_matvec_avx512 };
+	static quant_matvec_fn *const q4[QI_N] = {
+		q4_matvec_scalar, q4_matvec_avx2, q4_matvec_avx512, q4_matvec_avx512 };
+	(w->type == WT_Q8 ? q8 : q4)[isa](w, x, y, r0, r1);
+}
+
+void quant_matvec(const struct wmat *w, const float *x, float *y, int r0, int r1)
+{
+	quant_matvec_isa(quant_isa(), w, x, y, r0, r1);
+}
+
+int quant_has_int8_act(void)
+{
+	return quant_isa() == QI_VNNI;
+}
+
+void quant_matvec_q8a_isa(enum quant_isa isa, const struct wmat *w,
+			  const struct q8act *a, float *y, int r0, int r1)
+{
+	if (isa == QI_VNNI)
+		(w->type == WT_Q8 ? q8_matvec_q8a_vnni : q4_matvec_q8a_vnni)(w, a, y, r0, r1);
+	else
+		(w->type == WT_Q8 ? q8_matvec_q8a_scalar : q4_matvec_q8a_scalar)(w, a, y, r0, r1);
+}
+
+void quant_matvec_q8a(const struct wmat *w, const struct q8act *a, float *y,
+		      int r0, int r1)
+{
+	quant_matvec_q8a_isa(quant_isa(), w, a, y, r0, r1);
+}
+
+/* ---- matmul: dequantized tiles through sgemm ---- */
+
+/* A tile of MM_ROWS rows x MM_COLS columns of float32: 32 KiB on the stack,
+ * so it stays in L1/L2 while sgemm reuses it across all T activations. */
+#define MM_ROWS 32
+#define MM_COLS 256
+/* Below this many activation vectors the matvec is faster than a tile. */
+#define MM_MIN_T 4
+
+void quant_matmul(const struct wmat *w, const float *x, int T, float *y,
+		  int r0, int r1)
+{
+	int n = w->cols;
+	if (T < MM_MIN_T) {
+		for (int t = 0; t < T; t++)
+			quant_matvec(w, x + (size_t)t * n, y + (size_t)t * w->rows, r0, r1);
+		return;
+	}
+	float tile[MM_ROWS * MM_COLS];
+	for (int r = r0; r < r1; r += MM_ROWS) {
+		int nr = r1 - r < MM_ROWS ? r1 - r : MM_ROWS;
+		for (int c = 0; c < n; c += MM_COLS) {
+			int nc = n - c < MM_COLS ? n - c : MM_COLS;
+			for (int i = 0; i < nr; i++)
+				quant_dequant_row(w, r + i, c, c + nc, tile + (size_t)i * MM_COLS);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nr, nc,
+				    1.0f, x + c, n, tile, MM_COLS, c == 0 ? 0.0f : 1.0f,
+				    y + r, w->rows);
+		}
+	}
+}
