@@ -2,8 +2,8 @@
  * run-time dispatch and the tiled matmul. */
 #include "quant.h"
 #include "quant_isa.h"
+#include "bf16.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -164,32 +164,85 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
 	}
 }
 
-/* ---- scalar reference kernels ---- */
-
-void q8_matvec_scalar(const struct wmat *w, const float *x, float *y, int r0, int r1)
+void wmat_row_f32(const struct wmat *w, int r, float *out)
 {
-	for (int r = r0; r < r1; r++) {
-		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
-		float acc = 0;
-		for (int c = 0; c < w->cols; c++)
-			acc += (float)q[c] * x[c];
-		y[r] = acc * w->scales[r];
+	size_t off = (size_t)r * w->cols;
+	if (w->type == WT_F32) {
+		memcpy(out, (const float *)w->data + off, sizeof(float) * w->cols);
+		return;
+	}
+	const uint16_t *h = (const uint16_t *)w->data + off;
+	for (int c = 0; c < w->cols; c++)
+		out[c] = bf16_to_f32(h[c]);
+}
+
+void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
+		  void *data, float *scales)
+{
+	int n = src->cols;
+	float row[n];
+	for (int r = 0; r < src->rows; r++) {
+		wmat_row_f32(src, r, row);
+		if (to == WT_Q8)
+			q8_quantize_row(row, n, (int8_t *)data + (size_t)r * n, &scales[r]);
+		else
+			(rtn ? q4_quantize_row_rtn : q4_quantize_row)(
+				row, n, group, (uint8_t *)data + (size_t)r * n / 2,
+				scales + (size_t)r * (n / group));
 	}
 }
 
-void q4_matvec_scalar(const struct wmat *w, const float *x, float *y, int r0, int r1)
+double quant_rel_error(const struct wmat *src, const struct wmat *q)
+{
+	int n = src->cols;
+	float a[n], b[n];
+	double num = 0, den = 0;
+	for (int r = 0; r < src->rows; r++) {
+		wmat_row_f32(src, r, a);
+		quant_dequant_row(q, r, 0, n, b);
+		for (int c = 0; c < n; c++) {
+			double d = (double)a[c] - b[c];
+			num += d * d;
+			den += (double)a[c] * a[c];
+		}
+	}
+	return den > 0 ? sqrt(num / den) : 0;
+}
+
+/* ---- scalar reference kernels ---- */
+
+void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		      const float *x, int ldx, int T)
+{
+	for (int r = r0; r < r1; r++) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
+		for (int t = 0; t < T; t++) {
+			const float *xt = x + (size_t)t * ldx;
+			float acc = 0;
+			for (int c = 0; c < w->cols; c++)
+				acc += (float)q[c] * xt[c];
+			y[(size_t)t * ldy + r] = acc * w->scales[r];
+		}
+	}
+}
+
+void q4_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		      const float *x, int ldx, int T)
 {
 	int G = w->group_size, ng = w->cols / G;
 	for (int r = r0; r < r1; r++) {
 		const float *s = w->scales + (size_t)r * ng;
-		float acc = 0;
-		for (int g = 0; g < ng; g++) {
-			float gs = 0;
-			for (int c = g * G; c < (g + 1) * G; c++)
-				gs += (float)q4_code(w, r, c) * x[c];
-			acc += gs * s[g];
+		for (int t = 0; t < T; t++) {
+			const float *xt = x + (size_t)t * ldx;
+			float acc = 0;
+			for (int g = 0; g < ng; g++) {
+				float gs = 0;
+				for (int c = g * G; c < (g + 1) * G; c++)
+					gs += (float)q4_code(w, r, c) * xt[c];
+				acc += gs * s[g];
+			}
+			y[(size_t)t * ldy + r] = acc;
 		}
-		y[r] = acc;
 	}
 }
 
@@ -286,19 +339,20 @@ const char *quant_isa_name(enum quant_isa isa)
 	return names[isa];
 }
 
-void quant_matvec_isa(enum quant_isa isa, const struct wmat *w, const float *x,
-		      float *y, int r0, int r1)
+void quant_matmul_isa(enum quant_isa isa, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const float *x, int ldx, int T)
 {
-	static quant_matvec_fn *const q8[QI_N] = {
-		q8_matvec_scalar, q8_matvec_avx2, q8_matvec_avx512, q8_matvec_avx512 };
-	static quant_matvec_fn *const q4[QI_N] = {
-		q4_matvec_scalar, q4_matvec_avx2, q4_matvec_avx512, q4_matvec_avx512 };
-	(w->type == WT_Q8 ? q8 : q4)[isa](w, x, y, r0, r1);
+	static quant_matmul_fn *const q8[QI_N] = {
+		q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512, q8_matmul_avx512 };
+	static quant_matmul_fn *const q4[QI_N] = {
+		q4_matmul_scalar, q4_matmul_avx2, q4_matmul_avx512, q4_matmul_avx512 };
+	(w->type == WT_Q8 ? q8 : q4)[isa](w, y, ldy, r0, r1, x, ldx, T);
 }
 
-void quant_matvec(const struct wmat *w, const float *x, float *y, int r0, int r1)
+void quant_matmul(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		  const float *x, int ldx, int T)
 {
-	quant_matvec_isa(quant_isa(), w, x, y, r0, r1);
+	quant_matmul_isa(quant_isa(), w, y, ldy, r0, r1, x, ldx, T);
 }
 
 int quant_has_int8_act(void)
@@ -319,36 +373,4 @@ void quant_matvec_q8a(const struct wmat *w, const struct q8act *a, float *y,
 		      int r0, int r1)
 {
 	quant_matvec_q8a_isa(quant_isa(), w, a, y, r0, r1);
-}
-
-/* ---- matmul: dequantized tiles through sgemm ---- */
-
-/* A tile of MM_ROWS rows x MM_COLS columns of float32: 32 KiB on the stack,
- * so it stays in L1/L2 while sgemm reuses it across all T activations. */
-#define MM_ROWS 32
-#define MM_COLS 256
-/* Below this many activation vectors the matvec is faster than a tile. */
-#define MM_MIN_T 4
-
-void quant_matmul(const struct wmat *w, const float *x, int T, float *y,
-		  int r0, int r1)
-{
-	int n = w->cols;
-	if (T < MM_MIN_T) {
-		for (int t = 0; t < T; t++)
-			quant_matvec(w, x + (size_t)t * n, y + (size_t)t * w->rows, r0, r1);
-		return;
-	}
-	float tile[MM_ROWS * MM_COLS];
-	for (int r = r0; r < r1; r += MM_ROWS) {
-		int nr = r1 - r < MM_ROWS ? r1 - r : MM_ROWS;
-		for (int c = 0; c < n; c += MM_COLS) {
-			int nc = n - c < MM_COLS ? n - c : MM_COLS;
-			for (int i = 0; i < nr; i++)
-				quant_dequant_row(w, r + i, c, c + nc, tile + (size_t)i * MM_COLS);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, nr, nc,
-				    1.0f, x + c, n, tile, MM_COLS, c == 0 ? 0.0f : 1.0f,
-				    y + r, w->rows);
-		}
-	}
 }

@@ -32,14 +32,13 @@
  * row-major, scales[r * (cols / group_size) + g] for weights
  * g * group_size .. (g + 1) * group_size - 1.
  *
- * Kernels: y = W x for a range of output rows, so a thread pool can split
- * by rows and get the same bits for any split. The matvec reads the integer
- * codes and widens them in registers; nothing is dequantized into memory.
- * The matmul (several activation vectors, prefill) dequantizes one small
- * tile of rows x columns at a time onto the stack and multiplies it with
- * OpenBLAS sgemm; it never holds more than that tile. A scalar reference and
- * AVX2 / AVX-512 versions exist for each; quant_isa() picks the best the CPU
- * supports, once.
+ * Kernels: y = W x for a range of output rows and T activation vectors, so
+ * a thread pool can split by rows and get the same bits for any split. They
+ * read the integer codes and widen them in registers; nothing is
+ * dequantized into memory. A scalar reference and AVX2 / AVX-512 versions
+ * exist; quant_isa() picks the best the CPU supports, once. The SIMD
+ * versions sum in vector lanes, so they agree with the reference to
+ * rounding, not bitwise.
  *
  * int8 activations (`--int8-activations`, AVX-512 VNNI): the activation
  * vector is itself quantized, symmetric, in blocks of Q8A_BLOCK = 32 values
@@ -72,6 +71,20 @@ void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales
  * codes in [-7, 7]) in the same packing: for comparison in ppl. */
 void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *scales);
 
+/* Quantizes a whole WT_F32 or WT_BF16 matrix src into `to` (WT_Q8, or
+ * WT_Q4 with group; rtn picks q4_quantize_row_rtn): data gets
+ * q8_data_bytes / q4_data_bytes, scales rows / q4_nscales floats. Works a
+ * row at a time (scratch on the stack: cols floats). */
+void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
+		  void *data, float *scales);
+
+/* ||src - dequant(q)|| / ||src|| over the whole matrix (0 for a zero src):
+ * the report's relative weight error. */
+double quant_rel_error(const struct wmat *src, const struct wmat *q);
+
+/* Row r of a WT_F32 or WT_BF16 matrix as float32 (exact). */
+void wmat_row_f32(const struct wmat *w, int r, float *out);
+
 /* Checks that a matrix of cols columns can use int4 with this group size;
  * on failure fills e with the reason ("group size 48 is not a multiple of
  * 32", "group size 64 does not divide 96 columns"). */
@@ -93,7 +106,7 @@ static inline int q4_code(const struct wmat *w, int r, int c)
 
 /* Dequantizes columns [c0, c1) of row r of a WT_Q8 or WT_Q4 matrix into
  * out[c1 - c0] (c0, c1 multiples of Q4_BLOCK for WT_Q4, or c1 == cols).
- * Used for the embedding lookup and for the matmul tiles: w = scale * q,
+ * Used for the embedding lookup: w = scale * q,
  * computed in float32 exactly as the simulated-quantization reference does. */
 void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
 
@@ -106,19 +119,19 @@ enum quant_isa { QI_SCALAR, QI_AVX2, QI_AVX512, QI_VNNI, QI_N };
 enum quant_isa quant_isa(void);
 const char *quant_isa_name(enum quant_isa isa);
 
-/* y[r] = sum_c W[r][c] x[c] for r in [r0, r1): w is WT_Q8 or WT_Q4, x has
- * w->cols floats, y has w->rows floats (only [r0, r1) written). Uses the
- * best kernel for this CPU. */
-void quant_matvec(const struct wmat *w, const float *x, float *y, int r0, int r1);
+/* y[t * ldy + r] = sum_c W[r][c] x[t * ldx + c] for r in [r0, r1) and
+ * t < T: w is WT_Q8 or WT_Q4 (the argument order of kern_matmul,
+ * lib/kernels.h). Each output is computed in the same order whatever T, the
+ * row range or the split of rows into calls, so chunking a prompt or
+ * threading by rows never changes a bit. With T > 1 each block of four rows
+ * is read from memory once and reused from cache for every t. Uses the best
+ * kernel for this CPU. */
+void quant_matmul(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		  const float *x, int ldx, int T);
 
 /* The same with a chosen ISA (tests; isa must be supported by the CPU). */
-void quant_matvec_isa(enum quant_isa isa, const struct wmat *w, const float *x,
-		      float *y, int r0, int r1);
-
-/* Y[t][r] = sum_c W[r][c] X[t][c] for t < T and r in [r0, r1): X is
- * row-major T x cols, Y row-major T x rows. T == 1 is the matvec. */
-void quant_matmul(const struct wmat *w, const float *x, int T, float *y,
-		  int r0, int r1);
+void quant_matmul_isa(enum quant_isa isa, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const float *x, int ldx, int T);
 
 /* int8 activations: a vector quantized in blocks of Q8A_BLOCK. The caller
  * owns the buffers: q[n_pad], scales[n_pad / Q8A_BLOCK] with n_pad = n

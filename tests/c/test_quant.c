@@ -195,41 +195,41 @@ static void truth(const struct wmat *w, const float *x, double *y, double *mag)
 	free(row);
 }
 
-static void check_kernels(enum wtype t, int rows, int cols, int group)
+static void check_kernels(enum wtype type, int rows, int cols, int group)
 {
 	float *f = malloc(sizeof(float) * (size_t)rows * cols);
 	float *x = malloc(sizeof(float) * (size_t)cols * 5);
 	fill(f, (size_t)rows * cols, 0.05f);
 	fill(x, (size_t)cols * 5, 2.0f);
 	struct qm m;
-	qm_make(&m, t, f, rows, cols, group, 0);
+	qm_make(&m, type, f, rows, cols, group, 0);
 	double *want = malloc(sizeof(double) * rows), *mag = malloc(sizeof(double) * rows);
-	float *y = malloc(sizeof(float) * rows * 5), *ys = malloc(sizeof(float) * rows);
-	truth(&m.w, x, want, mag);
-	const char *tn = t == WT_Q8 ? "q8" : "q4";
+	float *y = malloc(sizeof(float) * (rows + 3) * 5), *ys = malloc(sizeof(float) * rows);
+	const char *tn = type == WT_Q8 ? "q8" : "q4";
 
 	for (int isa = 0; isa <= (int)quant_isa(); isa++) {
-		quant_matvec_isa((enum quant_isa)isa, &m.w, x, y, 0, rows);
-		double e = rel_err(y, want, mag, rows);
-		CHECK(e < 1e-5, "%s %s %dx%d g%d: rel err %g", tn,
-		      quant_isa_name((enum quant_isa)isa), rows, cols, group, e);
-		/* Any split by rows gives the same bits (threads split so). */
-		int k = rows / 3;
-		quant_matvec_isa((enum quant_isa)isa, &m.w, x, ys, 0, k);
-		quant_matvec_isa((enum quant_isa)isa, &m.w, x, ys, k, rows);
-		CHECK(!memcmp(y, ys, sizeof(float) * rows), "%s %s %dx%d: row split changes bits",
-		      tn, quant_isa_name((enum quant_isa)isa), rows, cols);
+		const char *in = quant_isa_name((enum quant_isa)isa);
+		/* five vectors at once, y row stride rows + 3 */
+		int ldy = rows + 3;
+		quant_matmul_isa((enum quant_isa)isa, &m.w, y, ldy, 0, rows, x, cols, 5);
+		double e = 0;
+		for (int t = 0; t < 5; t++) {
+			truth(&m.w, x + (size_t)t * cols, want, mag);
+			double et = rel_err(y + (size_t)t * ldy, want, mag, rows);
+			e = et > e ? et : e;
+		}
+		CHECK(e < 1e-5, "%s %s %dx%d g%d: rel err %g", tn, in, rows, cols, group, e);
+		/* One vector at a time, and rows split in two calls, give the
+		 * same bits (chunked prompts, threads splitting by rows). */
+		int k = rows / 3, same = 1;
+		for (int t = 0; t < 5; t++) {
+			quant_matmul_isa((enum quant_isa)isa, &m.w, ys, 0, 0, k, x + (size_t)t * cols, 0, 1);
+			quant_matmul_isa((enum quant_isa)isa, &m.w, ys, 0, k, rows, x + (size_t)t * cols, 0, 1);
+			same &= !memcmp(y + (size_t)t * ldy, ys, sizeof(float) * rows);
+		}
+		CHECK(same, "%s %s %dx%d: T=1 calls split by rows differ from one T=5 call",
+		      tn, in, rows, cols);
 	}
-
-	/* matmul over 5 vectors (tiles + sgemm) against the truth of each. */
-	quant_matmul(&m.w, x, 5, y, 0, rows);
-	double e = 0;
-	for (int t5 = 0; t5 < 5; t5++) {
-		truth(&m.w, x + (size_t)t5 * cols, want, mag);
-		double et = rel_err(y + (size_t)t5 * rows, want, mag, rows);
-		e = et > e ? et : e;
-	}
-	CHECK(e < 1e-5, "%s matmul %dx%d g%d: rel err %g", tn, rows, cols, group, e);
 
 	/* int8 activations: every ISA computes the same integer sums as the
 	 * reference; the result differs from float activations by the
