@@ -19,15 +19,22 @@ static int8_t round_clamp(float v, int lo, int hi)
 	return (int8_t)r;
 }
 
-void q8_quantize_row(const float *w, int n, int8_t *q, float *scale)
+/* Symmetric round-to-nearest: scale = max|w| / qmax, q = round(w / scale)
+ * clamped to [-qmax, qmax] (all zero when w is); returns the scale. */
+static float symmetric(const float *w, int n, int qmax, int8_t *q)
 {
 	float amax = 0;
 	for (int i = 0; i < n; i++)
 		amax = fmaxf(amax, fabsf(w[i]));
-	float s = amax / 127.0f;
-	*scale = s;
+	float s = amax / (float)qmax;
 	for (int i = 0; i < n; i++)
-		q[i] = s == 0 ? 0 : round_clamp(w[i] / s, -127, 127);
+		q[i] = s == 0 ? 0 : round_clamp(w[i] / s, -qmax, qmax);
+	return s;
+}
+
+void q8_quantize_row(const float *w, int n, int8_t *q, float *scale)
+{
+	*scale = symmetric(w, n, 127, q);
 }
 
 static void q4_pack(const int8_t *codes, int n, uint8_t *q)
@@ -107,14 +114,7 @@ void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *sc
 {
 	int8_t codes[group];
 	for (int g = 0; g < n / group; g++) {
-		const float *wg = w + (size_t)g * group;
-		float amax = 0;
-		for (int i = 0; i < group; i++)
-			amax = fmaxf(amax, fabsf(wg[i]));
-		float s = amax / 7.0f;
-		for (int i = 0; i < group; i++)
-			codes[i] = s == 0 ? 0 : round_clamp(wg[i] / s, -7, 7);
-		scales[g] = s;
+		scales[g] = symmetric(w + (size_t)g * group, group, 7, codes);
 		q4_pack(codes, group, q + (size_t)g * group / 2);
 	}
 }
@@ -257,13 +257,8 @@ void q8a_quantize(const float *x, int n, struct q8act *a)
 	a->n = n;
 	for (int b = 0; b < np; b += Q8A_BLOCK) {
 		int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
-		float amax = 0;
-		for (int i = b; i < e; i++)
-			amax = fmaxf(amax, fabsf(x[i]));
-		float s = amax / 127.0f;
-		a->scales[b / Q8A_BLOCK] = s;
-		for (int i = b; i < b + Q8A_BLOCK; i++)
-			a->q[i] = (i >= e || s == 0) ? 0 : round_clamp(x[i] / s, -127, 127);
+		a->scales[b / Q8A_BLOCK] = symmetric(x + b, e - b, 127, a->q + b);
+		memset(a->q + e, 0, (size_t)(b + Q8A_BLOCK - e));
 	}
 }
 
@@ -364,7 +359,7 @@ void quant_matvec_q8a_isa(enum quant_isa isa, const struct wmat *w,
 			  const struct q8act *a, float *y, int r0, int r1)
 {
 	if (isa == QI_VNNI)
-		(w->type == WT_Q8 ? q8_matvec_q8a_vnni : q4_matvec_q8a_vnni)(w, a, y, r0, r1);
+		matvec_q8a_vnni(w, a, y, r0, r1);
 	else
 		(w->type == WT_Q8 ? q8_matvec_q8a_scalar : q4_matvec_q8a_scalar)(w, a, y, r0, r1);
 }

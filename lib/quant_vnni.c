@@ -49,30 +49,6 @@ static inline __m512 q8_chunk(const int8_t *p, const struct chunk *k, __m512 acc
 	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), k->xs, acc);
 }
 
-void q8_matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
-			int r0, int r1)
-{
-	int n = w->cols;
-	const int8_t *base = w->data;
-	struct chunk k;
-	for (int r = r0; r < r1; r += 4) {
-		int R = r1 - r < 4 ? r1 - r : 4;
-		__m512 acc[4];
-		for (int i = 0; i < R; i++)
-			acc[i] = _mm512_setzero_ps();
-		for (int c = 0; c < n; c += 64) {
-			chunk_load(&k, a, c, n);
-			for (int i = 0; i < R; i++) {
-				const int8_t *p = base + (size_t)(r + i) * n + c;
-				_mm_prefetch((const char *)p + QUANT_PREFETCH, _MM_HINT_T0);
-				acc[i] = q8_chunk(p, &k, acc[i]);
-			}
-		}
-		for (int i = 0; i < R; i++)
-			y[r + i] = _mm512_reduce_add_ps(acc[i]) * w->scales[r + i];
-	}
-}
-
 static inline __m512 q4_chunk(const uint8_t *p, const struct chunk *k, __m512 ws,
 			      __m512 acc)
 {
@@ -88,11 +64,12 @@ static inline __m512 q4_chunk(const uint8_t *p, const struct chunk *k, __m512 ws
 	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(k->xs, ws), acc);
 }
 
-void q4_matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
-			int r0, int r1)
+void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
+		     int r0, int r1)
 {
-	int n = w->cols, G = w->group_size, ng = n / G;
-	size_t rb = (size_t)n / 2;
+	int n = w->cols, q4 = w->type == WT_Q4;
+	int G = q4 ? w->group_size : 1, ng = n / G;
+	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
 	const uint8_t *base = w->data;
 	struct chunk k;
 	for (int r = r0; r < r1; r += 4) {
@@ -104,15 +81,19 @@ void q4_matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 			chunk_load(&k, a, c, n);
 			int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
 			for (int i = 0; i < R; i++) {
-				const uint8_t *p = base + (size_t)(r + i) * rb + (size_t)c / 2;
-				const float *s = w->scales + (size_t)(r + i) * ng;
+				const uint8_t *p = base + (size_t)(r + i) * rb + (q4 ? c / 2 : c);
 				_mm_prefetch((const char *)p + QUANT_PREFETCH, _MM_HINT_T0);
+				if (!q4) {
+					acc[i] = q8_chunk((const int8_t *)p, &k, acc[i]);
+					continue;
+				}
+				const float *s = w->scales + (size_t)(r + i) * ng;
 				__m512 ws = _mm512_insertf32x8(_mm512_set1_ps(s[g0]),
 							       _mm256_set1_ps(k.two ? s[g1] : 0.0f), 1);
 				acc[i] = q4_chunk(p, &k, ws, acc[i]);
 			}
 		}
 		for (int i = 0; i < R; i++)
-			y[r + i] = _mm512_reduce_add_ps(acc[i]);
+			y[r + i] = _mm512_reduce_add_ps(acc[i]) * (q4 ? 1.0f : w->scales[r + i]);
 	}
 }
