@@ -4,8 +4,22 @@
 bats_require_minimum_version 1.5.0
 load test_helper
 
+setup_file() {
+	export M="$BATS_FILE_TMPDIR/malformed"
+	"$FIXTURES/make-malformed.sh" "$M"
+}
+
 setup() {
 	load_assert
+}
+
+# rejects NAME MESSAGE: st-inspect refuses $M/NAME.safetensors with exit 1,
+# one line naming the file, and nothing on stdout.
+rejects() {
+	run --separate-stderr -1 st-inspect "$M/$1.safetensors"
+	[ "$output" = "" ]
+	[ "$stderr" = "st-inspect: $M/$1.safetensors: $2" ] ||
+		{ echo "got: $stderr" >&2; return 1; }
 }
 
 @test "the bundled tiny model matches its config: 50 tensors" {
@@ -89,4 +103,96 @@ inf           0"
 	assert_line "st-inspect: --tensor: needs a value"
 	run -2 st-inspect --check --tensor x "$TINY"
 	assert_line "st-inspect: --tensor, --check and --manifest are exclusive"
+}
+
+@test "--tensor reads F32, F16 and I8 values, counting NaN and Inf apart" {
+	run -0 st-inspect --json --tensor f32 "$M/values.safetensors"
+	[ "$(jq -c '[.min, .max, .mean, .mean_abs, .nan, .inf]' <<<"$output")" = "[-2,1,-0.5,1.5,1,1]" ]
+	run -0 st-inspect --json --tensor f16 "$M/values.safetensors"
+	[ "$(jq -c '[.min, .max, .mean, .mean_abs]' <<<"$output")" = "[-0.5,1,0.25,0.75]" ]
+	run -0 st-inspect --json --tensor i8 "$M/values.safetensors"
+	[ "$(jq -c '[.min, .max, .mean, .mean_abs]' <<<"$output")" = "[-3,5,1,4]" ]
+}
+
+@test "--check lists the tensors with NaN or Inf and exits 1" {
+	run --separate-stderr -1 st-inspect --check "$M/values.safetensors"
+	assert_output "f32: 1 NaN, 1 Inf
+checked 3 tensors, 8 values: 1 NaN, 1 Inf"
+	[ "$stderr" = "st-inspect: $M/values.safetensors: 1 tensor with NaN or Inf values" ]
+}
+
+@test "an empty file is refused" { rejects empty "empty file"; }
+@test "a 7-byte file is refused" {
+	rejects seven-bytes "7 bytes: too short for the 8-byte header length"
+}
+@test "a header length larger than the file is refused" {
+	rejects header-too-long "header length 100 is larger than the 2 bytes after it"
+}
+@test "a header length of 2^63 is refused" {
+	rejects header-2p63 "header length 9223372036854775808 is larger than the 2 bytes after it"
+}
+@test "a header that is not JSON is refused" {
+	rejects not-json "header: not valid JSON (line 1, column 7)"
+}
+@test "a header that is not a JSON object is refused" {
+	rejects not-object "header: not a JSON object"
+}
+@test "a tensor entry missing a key is refused" {
+	rejects missing-key "tensor 'a': data_offsets: missing"
+}
+@test "an unknown dtype is refused" {
+	rejects unknown-dtype "tensor 'a': dtype: unknown 'F7'"
+}
+@test "a negative dimension is refused" {
+	rejects negative-dim "tensor 'a': shape: dimension -1 is not a non-negative integer"
+}
+@test "a shape whose element count overflows 64 bits is refused" {
+	rejects shape-overflow "tensor 'a': shape: element count overflows 64 bits"
+}
+@test "a shape whose byte count overflows 64 bits is refused" {
+	rejects bytes-overflow "tensor 'a': shape: byte count overflows 64 bits"
+}
+@test "reversed offsets are refused" {
+	rejects offsets-reversed "tensor 'a': data_offsets: [4, 0] are reversed"
+}
+@test "offsets past the end of the data are refused" {
+	rejects offsets-past-end "tensor 'a': data_offsets: end 8 is past the end of the data section (4 bytes)"
+}
+@test "overlapping tensors are refused" {
+	rejects overlap "tensor 'b': data_offsets: [4, 12] overlap tensor 'a'"
+}
+@test "a hole between tensors is refused" {
+	rejects hole "tensor 'b': data_offsets: 4 unused bytes before it, at data offset 4"
+}
+@test "bytes after the last tensor are refused" {
+	rejects trailing "4 unused bytes after the last tensor"
+}
+@test "a byte length that does not match shape x dtype is refused" {
+	rejects length-mismatch "tensor 'a': data_offsets: 4 bytes, but 2 elements of F32 need 8"
+}
+@test "duplicate tensor names are refused" {
+	rejects duplicate-name "tensor 'a': duplicate name"
+}
+@test "a tensor name that is not valid UTF-8 is refused, escaped" {
+	rejects bad-utf8-name "tensor 'a\\xff': name is not valid UTF-8"
+}
+
+@test "a model directory whose config misses a key is refused, naming file and key" {
+	run --separate-stderr -1 st-inspect "$M/no-heads"
+	[ "$output" = "" ]
+	[ "$stderr" = "st-inspect: $M/no-heads/config.json: num_attention_heads: missing" ]
+}
+
+@test "a model directory whose file lacks a tensor exits 3, naming it" {
+	run --separate-stderr -3 st-inspect "$M/no-norm"
+	assert_line "config        $M/no-norm/config.json: 1 missing, 0 unexpected, 0 wrong shape"
+	assert_line "  missing     model.norm.weight [4]"
+	[ "$stderr" = "st-inspect: $M/no-norm/model.safetensors: does not match $M/no-norm/config.json: 1 missing, 0 unexpected, 0 wrong shape" ]
+	run -3 st-inspect --json "$M/no-norm"
+	[ "$(jq -c '.config | [.match, .missing]' <<<"$output")" = '[false,[{"name":"model.norm.weight","shape":[4]}]]' ]
+}
+
+@test "a missing file or directory is one line" {
+	run -1 st-inspect "$M/nowhere"
+	assert_output "st-inspect: $M/nowhere: No such file or directory"
 }
