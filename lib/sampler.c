@@ -3,6 +3,7 @@
 #include "introsort.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,18 @@ void sampler_free(struct sampler *s)
 	free(s->seen);
 	free(s->sortbuf);
 	free(s);
+}
+
+double sampler_f32_decimal(float f)
+{
+	char buf[32];
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, f);
+		double d = strtod(buf, NULL);
+		if ((float)d == f)
+			return d;
+	}
+	return f; /* NaN, inf */
 }
 
 static int check_range(const char *name, double v, double lo, double hi,

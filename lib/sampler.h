@@ -79,6 +79,11 @@ struct sampler {
 struct sampler *sampler_new(int n_vocab, struct err *e);
 void sampler_free(struct sampler *s);
 
+/* The double a float parameter was meant to be: the shortest decimal that
+ * reads back as f (0.8f -> 0.8), since the stream header carries float32
+ * and top-p's 1 - top_p is computed in double. */
+double sampler_f32_decimal(float f);
+
 /* Checks ranges: temperature >= 0, top_k >= 0, top_p and min_p in [0, 1],
  * repetition penalty > 0, all finite. e names the parameter:
  * "top_p: 1.5 is out of range [0, 1]". */
