@@ -47,8 +47,9 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+# (No % inside the secondary expansion: make would replace it with the stem.)
 .SECONDEXPANSION:
-$(BIN)/%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard tools/$$*/*.c)) $(LIB_A)
+$(BIN)/%: $$(addprefix $(BUILD)/,$$(addsuffix .o,$$(basename $$(wildcard tools/$$*/*.c)))) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_A) $(LDLIBS)
 
