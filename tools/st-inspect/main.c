@@ -2,6 +2,7 @@
  * says it should be.
  *
  *   st-inspect [options] FILE|MODEL_DIR     summary, diffed against config.json
+ *                                           (a container's own, embedded)
  *   st-inspect --tensor NAME FILE           one tensor's shape and statistics
  *   st-inspect --check FILE                 every tensor scanned for NaN/Inf
  *   st-inspect --manifest CONFIG|MODEL_DIR  the tensors a config implies
@@ -31,7 +32,9 @@ static const char help[] =
 	"Inspects a .safetensors model file without reading its tensor data.\n"
 	"\n"
 	"  FILE|MODEL_DIR       a .safetensors file, or a directory holding\n"
-	"                       model.safetensors (and config.json)\n"
+	"                       model.safetensors (and config.json), or a\n"
+	"                       quantized container (.q8, .q4; its config is\n"
+	"                       embedded)\n"
 	"  -c, --config CONFIG  diff the file against this config.json (default:\n"
 	"                       the config.json beside the file, when there is one)\n"
 	"  -l, --list           also list every tensor: name, dtype, shape, offset\n"
@@ -380,15 +383,19 @@ static void summary_json(const struct source *s, const struct cmp *c)
 	emit_json(o);
 }
 
+/* config: a config.json path, or NULL for the one embedded in the file (a
+ * container), or none. */
 static int cmd_summary(const struct source *s, const char *config, bool list)
 {
-	struct cmp c = { .config = config };
+	struct cmp c = { .config = config ? config : s->config ? "embedded" : NULL };
 	struct err e;
 	struct manifest want;
 	manifest_init(&want);
-	if (config) {
+	if (c.config) {
 		struct model_config mc;
-		if (config_load(&mc, config, &e) < 0 || manifest_build(&want, &mc, &e) < 0 ||
+		if (config ? config_load(&mc, config, &e) < 0 : (mc = *s->config, 0))
+			die_err(&e);
+		if (manifest_build(&want, &mc, &e) < 0 ||
 		    manifest_diff(&want, &s->tensors, &c.d, &c.n, &e) < 0)
 			die_err(&e);
 		for (int i = 0; i < c.n; i++) {
@@ -566,13 +573,16 @@ int main(int argc, char **argv)
 
 	const char *arg = argv[optind];
 	char *file = is_dir(arg) ? join(arg, "model.safetensors") : strdup(arg);
-	char *cfg = config ? strdup(config) : config_beside(file);
 	struct source s;
 	struct err e;
-	if (!file || (config && !cfg))
+	if (!file)
 		die("out of memory");
 	if (source_open(&s, file, &e) < 0)
 		die_err(&e);
+	/* A container carries its config; otherwise the one beside the file. */
+	char *cfg = config ? strdup(config) : s.config ? NULL : config_beside(file);
+	if (config && !cfg)
+		die("out of memory");
 	int status = tensor ? cmd_tensor(&s, tensor) : check ? cmd_check(&s) :
 		     cmd_summary(&s, cfg, list);
 	source_close(&s);

@@ -5,6 +5,7 @@
 
 /* The kinds st-inspect reads, tried in order. */
 static int (*const openers[])(struct source *, const char *, struct err *) = {
+	source_open_qf,
 	source_open_st,
 };
 

@@ -9,6 +9,7 @@
 #define SOURCE_H
 
 #include <stdint.h>
+#include "config.h"
 #include "err.h"
 #include "manifest.h"
 #include "tstats.h"
@@ -29,6 +30,7 @@ struct source {
 	int n;                     /* tensors */
 	struct src_tensor *t;      /* n of them, parallel to tensors.t */
 	struct manifest tensors;   /* names and shapes */
+	const struct model_config *config; /* embedded in the file, or NULL */
 	int nmeta;                 /* key/value metadata stored in the file */
 	char *const *meta_keys, *const *meta_vals;
 	/* Statistics of tensor i: reads its data. */
@@ -49,5 +51,6 @@ int source_find(const struct source *s, const char *name);
 /* Each kind's opener: 1 when path is not of this kind (nothing done), 0
  * when it opened it, -1 with e filled when it is of this kind but bad. */
 int source_open_st(struct source *s, const char *path, struct err *e);
+int source_open_qf(struct source *s, const char *path, struct err *e);
 
 #endif
