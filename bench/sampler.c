@@ -74,7 +74,19 @@ int main(void)
 					.repetition_penalty = 1 } },
 	};
 	int nc = sizeof cases / sizeof cases[0];
-	printf("{\"bench\": \"sampler\", \"n_vocab\": %d, \"unit\": \"us/token\"", n);
+	/* The machine is shared: the load goes with the figures. */
+	double load = -1;
+	FILE *la = fopen("/proc/loadavg", "r");
+	if (la) {
+		if (fscanf(la, "%lf", &load) != 1)
+			load = -1;
+		fclose(la);
+	}
+	char date[32];
+	time_t tnow = time(NULL);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnow));
+	printf("{\"bench\": \"sampler\", \"date\": \"%s\", \"load1\": %.2f, "
+	       "\"n_vocab\": %d, \"unit\": \"us/token\"", date, load, n);
 	for (int c = 0; c < nc; c++) {
 		double t[REPS];
 		for (int i = 0; i < REPS; i++) {
