@@ -28,8 +28,10 @@ TOOLS     := $(notdir $(wildcard tools/*))
 TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 CTEST_SRC := $(wildcard tests/c/test_*.c)
 CTESTS    := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test ctest bats check install clean
+.PHONY: all test ctest bats check bench install clean
 .SECONDARY:
 
 all: $(TOOL_BINS)
@@ -58,6 +60,14 @@ $(BIN)/%: $$(addprefix $(BUILD)/,$$(addsuffix .o,$$(basename $$(wildcard tools/$
 $(BUILD)/tests/%: $(BUILD)/tests/c/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+# Benchmarks (bench/*.c) assert nothing: each prints one JSON line, which is
+# appended to bench/results.jsonl.
+bench: $(BENCHES)
+	@set -e; for b in $(BENCHES); do $$b | tee -a bench/results.jsonl; done
 
 ctest: $(CTESTS)
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
