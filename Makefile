@@ -36,10 +36,12 @@ BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 all: $(TOOL_BINS)
 
-# Per-ISA kernel files.
-$(BUILD)/lib/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c
-$(BUILD)/lib/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
-$(BUILD)/lib/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
+# Per-ISA kernel files. -ffp-contract=off: the compiler must not fuse a
+# multiply and an add that a kernel's canonical order keeps apart
+# (lib/kernels.h); baseline x86-64 code has no FMA to fuse into.
+$(BUILD)/lib/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c -ffp-contract=off
+$(BUILD)/lib/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=off
+$(BUILD)/lib/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -ffp-contract=off
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
