@@ -211,6 +211,16 @@ double quant_rel_error(const struct wmat *src, const struct wmat *q)
 
 /* ---- scalar reference kernels ---- */
 
+/* The canonical fold of 16 partial sums: halves, s[j] += s[j + w] for
+ * w = 8, 4, 2, 1. */
+static float fold16(float s[16])
+{
+	for (int w = 8; w >= 1; w /= 2)
+		for (int j = 0; j < w; j++)
+			s[j] += s[j + w];
+	return s[0];
+}
+
 void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		      const float *x, int ldx, int T)
 {
@@ -218,10 +228,10 @@ void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
 		for (int t = 0; t < T; t++) {
 			const float *xt = x + (size_t)t * ldx;
-			float acc = 0;
+			float s[16] = { 0 };
 			for (int c = 0; c < w->cols; c++)
-				acc += (float)q[c] * xt[c];
-			y[(size_t)t * ldy + r] = acc * w->scales[r];
+				s[c % 16] = fmaf((float)q[c], xt[c], s[c % 16]);
+			y[(size_t)t * ldy + r] = fold16(s) * w->scales[r];
 		}
 	}
 }
@@ -234,14 +244,15 @@ void q4_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		const float *s = w->scales + (size_t)r * ng;
 		for (int t = 0; t < T; t++) {
 			const float *xt = x + (size_t)t * ldx;
-			float acc = 0;
+			float acc[16] = { 0 };
 			for (int g = 0; g < ng; g++) {
-				float gs = 0;
+				float gs[16] = { 0 };
 				for (int c = g * G; c < (g + 1) * G; c++)
-					gs += (float)q4_code(w, r, c) * xt[c];
-				acc += gs * s[g];
+					gs[c % 16] = fmaf((float)q4_code(w, r, c), xt[c], gs[c % 16]);
+				for (int j = 0; j < 16; j++)
+					acc[j] = fmaf(gs[j], s[g], acc[j]);
 			}
-			y[(size_t)t * ldy + r] = acc;
+			y[(size_t)t * ldy + r] = fold16(acc);
 		}
 	}
 }

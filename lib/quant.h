@@ -36,9 +36,16 @@
  * a thread pool can split by rows and get the same bits for any split. They
  * read the integer codes and widen them in registers; nothing is
  * dequantized into memory. A scalar reference and AVX2 / AVX-512 versions
- * exist; quant_isa() picks the best the CPU supports, once. The SIMD
- * versions sum in vector lanes, so they agree with the reference to
- * rounding, not bitwise.
+ * exist; quant_isa() picks the best the CPU supports, once. All follow one
+ * canonical order (the one of lib/kernels.h's dot), so they are bitwise
+ * equal: 16 partial sums start at +0;
+ *   int8: weight c goes into s[c % 16] = fmaf(q[c], x[c], s), in increasing
+ *         c; the sums are folded in halves (s[j] += s[j + w], w = 8, 4, 2,
+ *         1) and s[0] times the row's scale is the result;
+ *   int4: per group, g[c % 16] = fmaf(q[c], x[c], g) over the group's
+ *         weights in increasing c (from fresh zeros), then
+ *         s[j] = fmaf(g[j], scale, s[j]) for each lane; after the last group
+ *         the same fold gives the result.
  *
  * int8 activations (`--int8-activations`, AVX-512 VNNI): the activation
  * vector is itself quantized, symmetric, in blocks of Q8A_BLOCK = 32 values

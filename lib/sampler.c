@@ -26,8 +26,10 @@ struct sampler *sampler_new(int n_vocab, struct err *e)
 	s->ctx = malloc(n * sizeof *s->ctx);
 	s->seen = calloc(n, 1);
 	s->sortbuf = malloc(n * sizeof *s->sortbuf);
+	s->saved = malloc(n * sizeof *s->saved);
+	s->heap = malloc(n * sizeof *s->heap);
 	if (!s->cand || !s->work || !s->prob || !s->ctx || !s->seen ||
-	    !s->sortbuf) {
+	    !s->sortbuf || !s->saved || !s->heap) {
 		sampler_free(s);
 		err_set(e, "out of memory (sampler for %d tokens)", n_vocab);
 		return NULL;
@@ -45,6 +47,8 @@ void sampler_free(struct sampler *s)
 	free(s->ctx);
 	free(s->seen);
 	free(s->sortbuf);
+	free(s->saved);
+	free(s->heap);
 	free(s);
 }
 
@@ -156,32 +160,40 @@ static double sum_double(const float *x, int n)
 	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-/* Steps 1 and 2: the logits as the warpers see them. Returns logits itself
- * when neither step changes anything, else s->work. */
-static const float *prepare(struct sampler *s, const float *logits,
-			    const struct sampler_params *p, int greedy)
+/* Step 1, in place: penalizes the context's logits, keeping the old values
+ * in s->saved for unpenalize(). */
+static void penalize(struct sampler *s, float *logits, float pen)
 {
-	float pen = (float)p->repetition_penalty;
-	float t = (float)p->temperature;
-	int penalize = pen != 1.0f && s->n_ctx > 0;
-	int scale = !greedy && t != 1.0f;
-	if (!penalize && !scale)
-		return logits;
-	float *w = s->work;
-	int n = s->n_vocab;
-	if (scale)
-		for (int i = 0; i < n; i++)
-			w[i] = logits[i] / t;
-	else
-		memcpy(w, logits, (size_t)n * sizeof *w);
-	if (penalize)
-		for (int i = 0; i < s->n_ctx; i++) {
-			int id = s->ctx[i];
-			float v = logits[id];
-			v = v < 0 ? v * pen : v / pen;
-			w[id] = scale ? v / t : v;
-		}
-	return w;
+	for (int i = 0; i < s->n_ctx; i++) {
+		int id = s->ctx[i];
+		float v = logits[id];
+		s->saved[i] = v;
+		logits[id] = v < 0 ? v * pen : v / pen;
+	}
+}
+
+static void unpenalize(struct sampler *s, float *logits)
+{
+	for (int i = 0; i < s->n_ctx; i++)
+		logits[s->ctx[i]] = s->saved[i];
+}
+
+/* Step 2 over the whole vocabulary: w = x / t. */
+static void scale(float *restrict w, const float *restrict x, int n, float t)
+{
+	/* Four at a time (SSE, on every x86-64): each quotient is the
+	 * correctly rounded one either way. */
+	typedef float v4 __attribute__((vector_size(16)));
+	v4 tv = { t, t, t, t };
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		v4 a;
+		memcpy(&a, x + i, sizeof a);
+		a = a / tv;
+		memcpy(w + i, &a, sizeof a);
+	}
+	for (; i < n; i++)
+		w[i] = x[i] / t;
 }
 
 /* Heap order for selecting the largest: a is "below" b when its logit is
@@ -329,7 +341,7 @@ static void top_p_full(struct sampler *s, const float *x, float m, float thr)
 	}
 }
 
-static void top_p_list(struct sampler *s, const float *x, float thr)
+static void top_p_list(struct sampler *s, float thr)
 {
 	cand_softmax(s);
 	qsort(s->cand, (size_t)s->n_cand, sizeof *s->cand, cmp_desc_id_asc);
@@ -338,7 +350,7 @@ static void top_p_list(struct sampler *s, const float *x, float thr)
 		total += s->cand[i].p;
 	int cut = top_p_walk(s, 0, s->n_cand, total, thr, &above);
 	if (cut >= 0 && s->cand[cut].x == s->cand[cut - 1].x)
-		resolve_tie(s, x, 0, s->n_cand, cut);
+		resolve_tie(s, NULL, 0, s->n_cand, cut);
 	if (cut >= 0)
 		s->n_cand = cut;
 }
@@ -357,55 +369,128 @@ static void min_p_list(struct sampler *s, double min_p)
 	s->n_cand = n;
 }
 
-int sampler_filter(struct sampler *s, const float *logits,
+/* The logit below which a token cannot be among the k largest once r is
+ * the k-th so far: r itself, less a margin when dividing by t could round
+ * a slightly smaller logit onto r / t. */
+static float top_k_floor(float r, float t)
+{
+	return t == 1.0f ? r : r - fabsf(r) * 0x1p-20f;
+}
+
+/* Steps 2 and 3 in one pass over the vocabulary: a min-heap of the k
+ * largest so far (s->heap), and every token at or above its floor recorded
+ * in s->cand (a superset of the final top k, in id order). Then only the
+ * recorded ones are divided by t and compared with the k-th largest / t,
+ * transformers' rule. Sets *bad when a logit is NaN or +inf. */
+static void top_k(struct sampler *s, const float *x, int k, float t, int *bad)
+{
+	struct sampler_cand *h = s->heap, *c = s->cand;
+	int nv = s->n_vocab, n = 0, nan = 0;
+	for (int i = 0; i < k; i++) {
+		nan |= x[i] != x[i];
+		h[i] = c[n++] = (struct sampler_cand){ .id = i, .x = x[i] };
+	}
+	for (int i = k / 2 - 1; i >= 0; i--)
+		sift_down(h, k, i);
+	float lo = top_k_floor(h[0].x, t);
+	for (int i = k; i < nv; i++) {
+		float v = x[i];
+		nan |= v != v;
+		if (v >= lo) {
+			c[n++] = (struct sampler_cand){ .id = i, .x = v };
+			if (v > h[0].x) {
+				h[0] = c[n - 1];
+				sift_down(h, k, 0);
+				lo = top_k_floor(h[0].x, t);
+			}
+		}
+	}
+	float kth = h[0].x / t;
+	int kept = 0;
+	for (int i = 0; i < n; i++) {
+		nan |= c[i].x == INFINITY;
+		float v = c[i].x / t;
+		if (v >= kth && v > -INFINITY)
+			c[kept++] = (struct sampler_cand){ .id = c[i].id, .x = v };
+	}
+	s->n_cand = kept;
+	*bad = nan;
+}
+
+static int bad_logit(const float *logits, struct err *e)
+{
+	int i = 0;
+	while (!isnan(logits[i]) && logits[i] != INFINITY)
+		i++;
+	return err_set(e, "logit %d is %s", i, isnan(logits[i]) ? "nan" : "inf");
+}
+
+int sampler_filter(struct sampler *s, float *logits,
 		   const struct sampler_params *p, struct err *e)
 {
-	int nv = s->n_vocab, greedy = p->temperature == 0;
-	const float *x = prepare(s, logits, p, greedy);
-	int nan;
-	float m = max_of(x, nv, &nan);
-	if (nan || m == INFINITY) {
+	int nv = s->n_vocab, bad;
+	float t = (float)p->temperature, pen = (float)p->repetition_penalty;
+	int penalized = pen != 1.0f && s->n_ctx > 0;
+	if (penalized)
+		penalize(s, logits, pen);
+	if (t == 0) {
+		float m = max_of(logits, nv, &bad);
 		int i = 0;
-		while (!isnan(logits[i]) && logits[i] != INFINITY)
+		while (i < nv && logits[i] != m)
 			i++;
-		return err_set(e, "logit %d is %s", i, isnan(logits[i]) ? "nan" : "inf");
-	}
-	if (m == -INFINITY)
-		return err_set(e, "no logit is finite");
-	if (greedy) {
-		int i = 0;
-		while (x[i] != m)
-			i++;
+		if (penalized)
+			unpenalize(s, logits);
+		if (bad || m == INFINITY)
+			return bad_logit(logits, e);
+		if (m == -INFINITY)
+			return err_set(e, "no logit is finite");
 		s->cand[0] = (struct sampler_cand){ .id = i, .x = m, .p = 1 };
 		s->n_cand = 1;
 		return 1;
 	}
-	int all = 1; /* s->cand not built yet: every finite token is kept */
 	if (p->top_k > 0 && p->top_k < nv) {
-		heap_select(x, nv, p->top_k, s->cand);
-		float kth = s->cand[0].x;
-		s->n_cand = collect(s, x, kth, INFINITY, 0);
-		all = 0;
+		top_k(s, logits, p->top_k, t, &bad);
+		if (penalized)
+			unpenalize(s, logits);
+		if (bad)
+			return bad_logit(logits, e);
+		if (s->n_cand == 0)
+			return err_set(e, "no logit is finite");
+		if (p->top_p < 1)
+			top_p_list(s, (float)(1 - p->top_p));
+		if (p->min_p > 0)
+			min_p_list(s, p->min_p);
+		cand_softmax(s);
+		return s->n_cand;
 	}
-	if (p->top_p < 1) {
-		float thr = (float)(1 - p->top_p);
-		if (all)
-			top_p_full(s, x, m, thr);
+	/* No top-k: the warpers see the whole vocabulary, divided by t. */
+	const float *x = logits;
+	if (t != 1.0f || penalized) {
+		if (t != 1.0f)
+			scale(s->work, logits, nv, t);
 		else
-			top_p_list(s, x, thr);
-		all = 0;
+			memcpy(s->work, logits, (size_t)nv * sizeof *s->work);
+		x = s->work;
 	}
-	if (p->min_p > 0) {
+	if (penalized)
+		unpenalize(s, logits);
+	float m = max_of(x, nv, &bad);
+	if (bad || m == INFINITY)
+		return bad_logit(logits, e);
+	if (m == -INFINITY)
+		return err_set(e, "no logit is finite");
+	if (p->top_p < 1) {
+		top_p_full(s, x, m, (float)(1 - p->top_p));
+		if (p->min_p > 0)
+			min_p_list(s, p->min_p);
+	} else if (p->min_p > 0) {
 		/* Tokens more than 1 nat below log(min_p) under the largest are
 		 * certainly removed: no need to look at them. */
-		if (all)
-			s->n_cand = collect(s, x, m + logf((float)p->min_p) - 1,
-					    INFINITY, 0);
-		all = 0;
+		s->n_cand = collect(s, x, m + logf((float)p->min_p) - 1, INFINITY, 0);
 		min_p_list(s, p->min_p);
-	}
-	if (all)
+	} else {
 		s->n_cand = collect(s, x, -INFINITY, INFINITY, 0);
+	}
 	cand_softmax(s);
 	return s->n_cand;
 }
@@ -428,7 +513,7 @@ int32_t sampler_pick(const struct sampler *s, double u)
 	return s->cand[i].id;
 }
 
-int32_t sampler_next(struct sampler *s, const float *logits,
+int32_t sampler_next(struct sampler *s, float *logits,
 		     const struct sampler_params *p, struct rng *r, struct err *e)
 {
 	if (sampler_filter(s, logits, p, e) < 0)

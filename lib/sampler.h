@@ -72,6 +72,8 @@ struct sampler {
 	int n_ctx;
 	unsigned char *seen;       /* [n_vocab] 1 if the id is in ctx */
 	struct introsort_item *sortbuf; /* [n_vocab] for resolve_tie */
+	float *saved;              /* [n_vocab] logits before the penalty */
+	struct sampler_cand *heap; /* [n_vocab] top-k selection */
 };
 
 /* Allocates a sampler for n_vocab tokens. Returns NULL with e set on
@@ -95,10 +97,11 @@ void sampler_clear_context(struct sampler *s);
 int sampler_add_context(struct sampler *s, const int32_t *ids, long n,
 			struct err *e);
 
-/* Runs the chain on logits[0..n_vocab) (not modified) and fills s->cand.
+/* Runs the chain on logits[0..n_vocab) and fills s->cand. The penalty is
+ * applied in place and undone before it returns: logits end unchanged.
  * Returns the number kept (>= 1), or -1 with e set when a logit is NaN or
  * +inf ("logit 17 is nan") or none is finite. */
-int sampler_filter(struct sampler *s, const float *logits,
+int sampler_filter(struct sampler *s, float *logits,
 		   const struct sampler_params *p, struct err *e);
 
 /* The kept token at which the cumulative probability first exceeds
@@ -107,7 +110,7 @@ int32_t sampler_pick(const struct sampler *s, double u);
 
 /* sampler_filter, then one draw with rng (none when greedy). Returns the id
  * or -1 with e set. */
-int32_t sampler_next(struct sampler *s, const float *logits,
+int32_t sampler_next(struct sampler *s, float *logits,
 		     const struct sampler_params *p, struct rng *r, struct err *e);
 
 /* The k largest logits (ties: lower id first), sorted descending, into

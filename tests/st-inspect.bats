@@ -69,6 +69,15 @@ nan           0
 inf           0"
 }
 
+@test "a summary of a 4 GiB file maps it without touching its data" {
+	run -0 /usr/bin/time -f "maxrss %M" st-inspect "$M/huge.safetensors"
+	assert_line "file size     4,294,967,377 bytes"
+	# Resident memory stays far below the 4 GiB a read would bring in
+	# (even under AddressSanitizer).
+	rss=$(sed -n 's/^maxrss //p' <<<"$output")
+	(( rss < 262144 )) || { echo "max RSS $rss KiB" >&2; return 1; }
+}
+
 @test "--tensor names an absent tensor" {
 	run -1 st-inspect --tensor nope "$TINY"
 	assert_output "st-inspect: $TINY/model.safetensors: no tensor named 'nope'"

@@ -207,21 +207,32 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 	float *y = malloc(sizeof(float) * (rows + 3) * 5), *ys = malloc(sizeof(float) * rows);
 	const char *tn = type == WT_Q8 ? "q8" : "q4";
 
+	/* Five vectors at once (y row stride rows + 3): the scalar reference
+	 * against the float64 truth, every SIMD kernel bitwise against the
+	 * reference (the same canonical order). */
+	int ldy = rows + 3;
+	float *yref = malloc(sizeof(float) * (size_t)ldy * 5);
+	quant_matmul_isa(QI_SCALAR, &m.w, yref, ldy, 0, rows, x, cols, 5);
+	double e = 0;
+	for (int t = 0; t < 5; t++) {
+		truth(&m.w, x + (size_t)t * cols, want, mag);
+		double et = rel_err(yref + (size_t)t * ldy, want, mag, rows);
+		e = et > e ? et : e;
+	}
+	CHECK(e < 1e-5, "%s scalar %dx%d g%d: rel err %g", tn, rows, cols, group, e);
 	for (int isa = 0; isa <= (int)quant_isa(); isa++) {
 		const char *in = quant_isa_name((enum quant_isa)isa);
-		/* five vectors at once, y row stride rows + 3 */
-		int ldy = rows + 3;
 		quant_matmul_isa((enum quant_isa)isa, &m.w, y, ldy, 0, rows, x, cols, 5);
-		double e = 0;
-		for (int t = 0; t < 5; t++) {
-			truth(&m.w, x + (size_t)t * cols, want, mag);
-			double et = rel_err(y + (size_t)t * ldy, want, mag, rows);
-			e = et > e ? et : e;
-		}
-		CHECK(e < 1e-5, "%s %s %dx%d g%d: rel err %g", tn, in, rows, cols, group, e);
+		int same = 1;
+		for (int t = 0; t < 5; t++)
+			same &= !memcmp(y + (size_t)t * ldy, yref + (size_t)t * ldy,
+					sizeof(float) * rows);
+		CHECK(same, "%s %s %dx%d g%d: not bitwise equal to the reference",
+		      tn, in, rows, cols, group);
 		/* One vector at a time, and rows split in two calls, give the
 		 * same bits (chunked prompts, threads splitting by rows). */
-		int k = rows / 3, same = 1;
+		int k = rows / 3;
+		same = 1;
 		for (int t = 0; t < 5; t++) {
 			quant_matmul_isa((enum quant_isa)isa, &m.w, ys, 0, 0, k, x + (size_t)t * cols, 0, 1);
 			quant_matmul_isa((enum quant_isa)isa, &m.w, ys, 0, k, rows, x + (size_t)t * cols, 0, 1);
@@ -230,6 +241,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		CHECK(same, "%s %s %dx%d: T=1 calls split by rows differ from one T=5 call",
 		      tn, in, rows, cols);
 	}
+	free(yref);
 
 	/* int8 activations: every ISA computes the same integer sums as the
 	 * reference; the result differs from float activations by the

@@ -253,6 +253,13 @@ static void test_greedy_and_errors(void)
 	CHECK(sampler_add_context(s, ctx, 3, &e) == 0 && s->n_ctx == 2,
 	      "distinct context ids: %d", s->n_ctx);
 	CHECK(sampler_next(s, x, &p, NULL, &e) == 4, "greedy after the penalty");
+	CHECK(x[1] == 3 && x[3] == 3, "the penalty is undone: %g %g", x[1], x[3]);
+	p.temperature = 0.5;
+	p.top_k = 2;
+	CHECK(sampler_filter(s, x, &p, &e) == 3 && x[1] == 3 && x[3] == 3, /* 4, 3, 3 */
+	      "top-k after the penalty: %d kept, logits %g %g", s->n_cand, x[1], x[3]);
+	p.temperature = 0;
+	p.top_k = 0;
 	sampler_clear_context(s);
 	CHECK(s->n_ctx == 0 && sampler_next(s, x, &p, NULL, &e) == 1,
 	      "cleared context");
