@@ -28,16 +28,20 @@ TOOLS     := $(notdir $(wildcard tools/*))
 TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 CTEST_SRC := $(wildcard tests/c/test_*.c)
 CTESTS    := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test ctest bats check install clean
+.PHONY: all test ctest bats check bench install clean
 .SECONDARY:
 
 all: $(TOOL_BINS)
 
-# Per-ISA kernel files.
-$(BUILD)/lib/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c
-$(BUILD)/lib/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
-$(BUILD)/lib/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
+# Per-ISA kernel files. -ffp-contract=off: the compiler must not fuse a
+# multiply and an add that a kernel's canonical order keeps apart
+# (lib/kernels.h); baseline x86-64 code has no FMA to fuse into.
+$(BUILD)/lib/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c -ffp-contract=off
+$(BUILD)/lib/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=off
+$(BUILD)/lib/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -ffp-contract=off
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -47,14 +51,23 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+# (No % inside the secondary expansion: make would replace it with the stem.)
 .SECONDEXPANSION:
-$(BIN)/%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard tools/$$*/*.c)) $(LIB_A)
+$(BIN)/%: $$(addprefix $(BUILD)/,$$(addsuffix .o,$$(basename $$(wildcard tools/$$*/*.c)))) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/c/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+# Benchmarks (bench/*.c) assert nothing: each prints one JSON line, which is
+# appended to bench/results.jsonl.
+bench: $(BENCHES)
+	@set -e; for b in $(BENCHES); do $$b | tee -a bench/results.jsonl; done
 
 ctest: $(CTESTS)
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done

@@ -4,6 +4,11 @@
  * Every shape the engine uses comes from here; nothing about Qwen2.5-0.5B is
  * hard-coded. Invariants are checked at load: positive sizes, hidden divisible
  * by heads, heads divisible by KV heads, head_dim even (RoPE pairs).
+ * What the engine does not implement is refused rather than ignored:
+ * model_type other than "qwen2", hidden_act other than "silu",
+ * use_sliding_window true (each checked only when the key is present).
+ * bos and eos ids must lie in [0, vocab_size). head_dim is always
+ * hidden_size / num_attention_heads, as in transformers' Qwen2.
  */
 #ifndef CONFIG_H
 #define CONFIG_H
@@ -50,7 +55,7 @@ int config_parse(struct model_config *c, const char *json, size_t len,
 		 const char *name, struct err *e);
 
 /* Defaults, then generation_config.json at path. The EOS ids default to the
- * model's. */
+ * model's. On failure g may be partly updated. */
 void gen_config_default(struct gen_config *g, const struct model_config *c);
 int gen_config_load(struct gen_config *g, const char *path, struct err *e);
 int gen_config_parse(struct gen_config *g, const char *json, size_t len,

@@ -155,6 +155,25 @@ int feedback_open_writer(const char *path, struct err *e)
 				       "the feedback channel)", path);
 		return err_set(e, "%s: %s", path, strerror(errno));
 	}
+	/* A stream header can name any path: write ids only into a FIFO. */
+	struct stat st, lst;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		close(fd);
+		return err_set(e, "%s: the feedback channel is not a FIFO", path);
+	}
+	/* Both ends are open: the names are no longer needed. Removing them
+	 * now leaves nothing behind even if forward is then killed with
+	 * SIGKILL (forward's own removal finds them gone, which is fine). */
+	if (lstat(path, &lst) == 0 && lst.st_dev == st.st_dev &&
+	    lst.st_ino == st.st_ino && unlink(path) == 0) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s", path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = 0;
+			rmdir(dir); /* only if empty: forward's private directory */
+		}
+	}
 	/* Back to blocking writes: an id is a few bytes, far below PIPE_BUF. */
 	int fl = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);

@@ -53,7 +53,10 @@ void feedback_destroy(struct feedback *fb);
 void feedback_cleanup_on_signals(struct feedback *fb);
 
 /* sample: opens the FIFO named in the stream header for writing. Fails with
- * a clear message when no forward is reading it. Returns the fd or -1. */
+ * a clear message when no forward is reading it or the path is not a FIFO.
+ * Once open, it removes the FIFO's name and (if then empty) its directory:
+ * with both ends open nobody needs them, and this way nothing is left
+ * behind even when forward is killed with SIGKILL. Returns the fd or -1. */
 int feedback_open_writer(const char *path, struct err *e);
 
 /* sample: sends one id. Returns 0, or -1 when forward has gone away (EPIPE:

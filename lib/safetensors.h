@@ -13,6 +13,13 @@
  * tensors together (no overlaps, no holes, the data section fully covered),
  * names (valid UTF-8, no duplicates). Tensor data is never read by
  * st_open: views point into the mapping.
+ *
+ * Views are not aligned beyond what the file gives: data_offset is 8 + N,
+ * and writers usually (not always) pad N to a multiple of 8. Readers of
+ * multi-byte elements use memcpy or check the alignment themselves.
+ *
+ * Errors name the file, then the tensor when there is one:
+ *   "m.safetensors: tensor 'a': data_offsets: [8, 4] are reversed".
  */
 #ifndef SAFETENSORS_H
 #define SAFETENSORS_H
@@ -64,7 +71,13 @@ void st_close(struct st_file *f);
 /* The tensor with this name, or NULL. */
 const struct st_tensor *st_find(const struct st_file *f, const char *name);
 
+/* "BF16" etc. as in the header ("?" when t is out of range). */
 const char *st_dtype_name(enum st_dtype t);
+
+/* Bytes per element (0 when t is out of range). */
 size_t st_dtype_size(enum st_dtype t);
+
+/* The dtype named s ("BF16"), 0; or -1 when s names none. */
+int st_dtype_parse(const char *s, enum st_dtype *t);
 
 #endif

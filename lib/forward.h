@@ -1,0 +1,111 @@
+/* forward: the Qwen2 forward pass over a loaded model, with a KV cache.
+ *
+ * Per block (pre-norm): x += o(attn(rope(q(n(x))), rope(k(n(x))), v(n(x))))
+ * then x += down(silu(gate(n(x))) * up(n(x))), n the block's RMSNorm; after
+ * the last block the final RMSNorm and the LM head. Q, K, V have biases, O
+ * has none; grouped-query attention (query head h reads KV head
+ * h / (n_heads / n_kv_heads)); RoPE half-split with theta from the config;
+ * the causal mask includes the diagonal.
+ *
+ * A call of n ids runs them at positions n_past .. n_past + n - 1 in chunks
+ * of up to `batch` tokens: each projection of a chunk is one matrix product
+ * over all its tokens (kern_matmul: a GEMM, not T matvecs); one token is a
+ * matvec. Keys are rotated once when they enter the cache; attention reads
+ * the filled part only.
+ *
+ * Determinism: every output element is one canonical dot product
+ * (lib/kernels.h) computed by one thread, so bf16 and quantized models give
+ * bitwise the same logits for any thread count, any SIMD level, and any
+ * chunking of the same ids. float32 weights (--f32) go to OpenBLAS for
+ * batches of 2 or more tokens: still bitwise the same for any thread count
+ * (each thread multiplies its own rows), but chunkings then agree to about
+ * 1e-6, not bitwise.
+ *
+ * Threads: one pool (lib/pool.h) made at init; work is split by output rows
+ * (matrix products, LM head) or by (token, head) (attention). OpenBLAS is
+ * set to one thread so it never competes with the pool, unless blas_owns
+ * asks the opposite: f32 batch products then run on OpenBLAS's own threads
+ * while the pool sleeps (a measured alternative; see README).
+ *
+ * Memory: everything (activations for `batch` tokens, logits for `batch`
+ * positions, the KV cache for `ctx` positions, the RoPE table, attention
+ * scratch) is allocated by forward_init; forward_eval allocates nothing.
+ */
+#ifndef FORWARD_H
+#define FORWARD_H
+
+#include <stddef.h>
+#include "cpu.h"
+#include "err.h"
+#include "kernels.h"
+#include "model.h"
+#include "pool.h"
+
+/* Default cap of the KV cache when the caller does not ask for a size:
+ * min(max_position_embeddings, FORWARD_CTX_DEFAULT). */
+#define FORWARD_CTX_DEFAULT 4096
+#define FORWARD_BATCH_DEFAULT 64
+
+struct forward_opts {
+	int threads;        /* 0: cpu_cores() */
+	int ctx;            /* 0: default above; at most max_position_embeddings */
+	int batch;          /* 0: FORWARD_BATCH_DEFAULT */
+	int blas_owns;      /* f32 batch GEMMs on OpenBLAS's threads */
+	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
+};
+
+/* Called for the last position (pos) of each forward_eval: index 0 is the
+ * embedding output, i in 1..n_layers the output of block i - 1, n_layers + 1
+ * the output of the final RMSNorm (h has n = hidden_size floats). */
+typedef void forward_trace_fn(void *arg, int pos, int index, const float *h, int n);
+
+/* Receives the logits of position pos (n_vocab floats, valid during the
+ * call). A non-zero return stops forward_eval, which returns -1 (the
+ * callback fills e). */
+typedef int forward_emit_fn(void *arg, int pos, const float *logits, struct err *e);
+
+struct forward {
+	const struct model *m;
+	const struct kernels *k;
+	struct pool *pool;
+	int threads, ctx, batch, blas_owns;
+	int n_past;           /* positions in the KV cache */
+	long positions;       /* positions run through the blocks since init */
+	long head_rows;       /* positions whose logits were computed */
+	size_t state_bytes;   /* run state allocated by forward_init */
+	forward_trace_fn *trace;
+	void *trace_arg;
+
+	/* Run state, [rows x cols] row-major; B = batch, H = hidden,
+	 * Q = n_heads * head_dim, KV = n_kv_heads * head_dim, FF = intermediate,
+	 * V = vocab. */
+	float *x;        /* [B x H] residual stream */
+	float *xn;       /* [B x H] normed input of a sublayer */
+	float *q;        /* [B x Q] queries */
+	float *att;      /* [B x Q] attention output */
+	float *tmp;      /* [B x H] sublayer output before the residual add */
+	float *g, *u;    /* [B x FF] gate (then silu(gate) * up), up */
+	float *logits;   /* [B x V] */
+	float *scores;   /* [threads x ctx] attention weights */
+	float *kc, *vc;  /* [n_layers x ctx x KV] rotated keys, values */
+	float *rcos, *rsin;  /* [ctx x head_dim / 2] RoPE table */
+};
+
+/* Allocates the run state and starts the pool. On failure nothing is left
+ * to free. The model must outlive f; the caller frees with forward_free. */
+int forward_init(struct forward *f, const struct model *m,
+		 const struct forward_opts *o, struct err *e);
+
+void forward_free(struct forward *f);
+
+/* Empties the KV cache (n_past = 0). */
+void forward_reset(struct forward *f);
+
+/* Runs ids[0..n) and hands the logits of the last position (all == 0) or of
+ * every position (all != 0) to emit, in order. Returns 0; or -1 with e set
+ * when an id is outside the vocabulary or the ids do not fit in the cache
+ * (nothing is computed then), or when emit failed. */
+int forward_eval(struct forward *f, const int *ids, int n, int all,
+		 forward_emit_fn *emit, void *arg, struct err *e);
+
+#endif

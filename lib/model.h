@@ -1,0 +1,82 @@
+/* model: a Qwen2 model loaded for the forward pass: its config, its
+ * generation defaults and a `struct model_weights` of matrix views.
+ *
+ * A model is a directory (config.json, model.safetensors, optionally
+ * generation_config.json) or the path of a .safetensors file with
+ * config.json (and generation_config.json) beside it. The file is mapped,
+ * validated (lib/safetensors.h), and diffed against the manifest its config
+ * implies (lib/manifest.h): a missing, unexpected or wrong-shape tensor is
+ * an error naming it. Matrices must be BF16 or F32.
+ *
+ * Weights are views: `struct wmat` pointing into the mapping, bf16 read as
+ * bf16 by the kernels. Two options change where they live:
+ *  - f32: every matrix is widened once into float32 memory the model owns
+ *    (twice the bytes of bf16; the float32 baseline);
+ *  - copy: the file is read into anonymous memory (2 MiB aligned,
+ *    MADV_HUGEPAGE) instead of being used through the mapping, which the
+ *    kernel may drop from memory when it is left untouched. A file whose
+ *    tensors are not aligned to their element size is always copied.
+ * Norm weights and biases (vectors) are always widened into a small float
+ * array the model owns.
+ *
+ * struct model_weights is the contract with every loader: the quantized
+ * container's loader (lib/quant) fills the same struct with WT_Q8 / WT_Q4
+ * views, and lib/forward.h runs whatever it holds through kern_matmul().
+ */
+#ifndef MODEL_H
+#define MODEL_H
+
+#include <stddef.h>
+#include "config.h"
+#include "err.h"
+#include "safetensors.h"
+#include "weights.h"
+
+struct layer_weights {
+	const float *attn_norm;    /* [hidden] input_layernorm */
+	struct wmat wq;            /* [n_heads * head_dim, hidden] */
+	struct wmat wk, wv;        /* [n_kv_heads * head_dim, hidden] */
+	const float *bq;           /* [n_heads * head_dim] */
+	const float *bk, *bv;      /* [n_kv_heads * head_dim] */
+	struct wmat wo;            /* [hidden, n_heads * head_dim], no bias */
+	const float *mlp_norm;     /* [hidden] post_attention_layernorm */
+	struct wmat gate, up;      /* [intermediate, hidden] */
+	struct wmat down;          /* [hidden, intermediate] */
+};
+
+struct model_weights {
+	struct wmat embed;              /* [vocab, hidden] */
+	struct layer_weights *layers;   /* n_layers */
+	const float *final_norm;        /* [hidden] */
+	struct wmat lm_head;            /* [vocab, hidden]; a copy of embed when tied */
+};
+
+struct model_opts {
+	int f32;   /* widen every matrix to float32 */
+	int copy;  /* weights in anonymous memory, not the file mapping */
+};
+
+struct model {
+	struct model_config cfg;
+	struct gen_config gen;
+	struct model_weights w;
+	/* What the model owns; model_free releases it. */
+	struct st_file st;       /* the validated file (views into map or copy) */
+	void *copy;              /* anonymous copy of the file, or NULL */
+	size_t copy_size;
+	float *vecs;             /* widened norms and biases */
+	float *wide;             /* widened matrices (f32), or NULL */
+	size_t wide_bytes;
+	size_t weight_bytes;     /* bytes of matrices the forward pass reads */
+	int copied;              /* the weights are in anonymous memory */
+};
+
+/* Loads the model at path (directory or .safetensors). Errors name the file
+ * and the tensor: "m/model.safetensors: tensor 'lm_head.weight': missing".
+ * On failure nothing is left to free. The caller frees with model_free. */
+int model_load(struct model *m, const char *path, const struct model_opts *o,
+	       struct err *e);
+
+void model_free(struct model *m);
+
+#endif

@@ -1,0 +1,382 @@
+/* quant: see quant.h. The schemes, the scalar reference kernels, the
+ * run-time dispatch and the tiled matmul. */
+#include "quant.h"
+#include "quant_isa.h"
+#include "bf16.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- schemes ---- */
+
+static int8_t round_clamp(float v, int lo, int hi)
+{
+	float r = roundf(v);  /* half away from zero */
+	if (r < (float)lo)
+		return (int8_t)lo;
+	if (r > (float)hi)
+		return (int8_t)hi;
+	return (int8_t)r;
+}
+
+/* Symmetric round-to-nearest: scale = max|w| / qmax, q = round(w / scale)
+ * clamped to [-qmax, qmax] (all zero when w is); returns the scale. */
+static float symmetric(const float *w, int n, int qmax, int8_t *q)
+{
+	float amax = 0;
+	for (int i = 0; i < n; i++)
+		amax = fmaxf(amax, fabsf(w[i]));
+	float s = amax / (float)qmax;
+	for (int i = 0; i < n; i++)
+		q[i] = s == 0 ? 0 : round_clamp(w[i] / s, -qmax, qmax);
+	return s;
+}
+
+void q8_quantize_row(const float *w, int n, int8_t *q, float *scale)
+{
+	*scale = symmetric(w, n, 127, q);
+}
+
+static void q4_pack(const int8_t *codes, int n, uint8_t *q)
+{
+	for (int b = 0; b < n; b += Q4_BLOCK)
+		for (int j = 0; j < Q4_BLOCK / 2; j++)
+			q[b / 2 + j] = (uint8_t)((codes[b + j] + 8) |
+						 ((codes[b + Q4_BLOCK / 2 + j] + 8) << 4));
+}
+
+/* Rounds w[n] * iscale to codes in [-8, 7] and returns the fit of the
+ * least-squares scale for those codes: (sum w q)^2 / sum q^2, the amount of
+ * squared error it removes (larger is better); *scale gets that scale. */
+static double q4_fit(const float *w, int n, float iscale, int8_t *codes, float *scale)
+{
+	double swq = 0, sqq = 0;
+	for (int i = 0; i < n; i++) {
+		int8_t c = round_clamp(w[i] * iscale, -8, 7);
+		codes[i] = c;
+		swq += (double)w[i] * c;
+		sqq += (double)c * c;
+	}
+	if (sqq == 0) {
+		*scale = 0;
+		return 0;
+	}
+	*scale = (float)(swq / sqq);
+	return swq * swq / sqq;
+}
+
+/* One group: the scale search of quant.h. codes and best are scratch of n. */
+static float q4_group(const float *w, int n, int8_t *codes, int8_t *best)
+{
+	float m = 0;  /* the weight of largest magnitude, with its sign */
+	for (int i = 0; i < n; i++)
+		if (fabsf(w[i]) > fabsf(m))
+			m = w[i];
+	if (m == 0) {
+		memset(best, 0, (size_t)n);
+		return 0;
+	}
+	double best_fit = -1;
+	float best_scale = 0, s;
+	/* m maps to a in [-9, -6.5] (the -8 side) or [6.5, 9] (the 7 side). */
+	for (int k = 0; k < 22; k++) {
+		float a = 6.5f + 0.25f * (float)(k % 11);
+		if (k >= 11)
+			a = -a;
+		double fit = q4_fit(w, n, a / m, codes, &s);
+		if (fit > best_fit) {
+			best_fit = fit;
+			best_scale = s;
+			memcpy(best, codes, (size_t)n);
+		}
+	}
+	/* One more rounding with the fitted scale. */
+	if (best_scale != 0) {
+		double fit = q4_fit(w, n, 1.0f / best_scale, codes, &s);
+		if (fit > best_fit) {
+			best_scale = s;
+			memcpy(best, codes, (size_t)n);
+		}
+	}
+	return best_scale;
+}
+
+void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales)
+{
+	int8_t codes[group], best[group];
+	for (int g = 0; g < n / group; g++) {
+		scales[g] = q4_group(w + (size_t)g * group, group, codes, best);
+		q4_pack(best, group, q + (size_t)g * group / 2);
+	}
+}
+
+void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *scales)
+{
+	int8_t codes[group];
+	for (int g = 0; g < n / group; g++) {
+		scales[g] = symmetric(w + (size_t)g * group, group, 7, codes);
+		q4_pack(codes, group, q + (size_t)g * group / 2);
+	}
+}
+
+int q4_check_shape(int cols, int group, struct err *e)
+{
+	if (group <= 0 || group % Q4_BLOCK != 0)
+		return err_set(e, "group size %d is not a multiple of %d", group, Q4_BLOCK);
+	if (cols % group != 0)
+		return err_set(e, "group size %d does not divide %d columns", group, cols);
+	return 0;
+}
+
+size_t q8_data_bytes(int rows, int cols)
+{
+	return (size_t)rows * (size_t)cols;
+}
+
+size_t q4_data_bytes(int rows, int cols)
+{
+	return (size_t)rows * (size_t)cols / 2;
+}
+
+size_t q4_nscales(int rows, int cols, int group)
+{
+	return (size_t)rows * (size_t)(cols / group);
+}
+
+void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
+{
+	if (w->type == WT_Q8) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
+		float s = w->scales[r];
+		for (int c = c0; c < c1; c++)
+			out[c - c0] = s * (float)q[c];
+		return;
+	}
+	const float *s = w->scales + (size_t)r * (w->cols / w->group_size);
+	const uint8_t *q = (const uint8_t *)w->data + (size_t)r * w->cols / 2;
+	for (int b = c0; b < c1; b += Q4_BLOCK) {
+		float sc = s[b / w->group_size];
+		for (int j = 0; j < Q4_BLOCK / 2; j++) {
+			uint8_t byte = q[b / 2 + j];
+			out[b - c0 + j] = sc * (float)((byte & 15) - 8);
+			out[b - c0 + Q4_BLOCK / 2 + j] = sc * (float)((byte >> 4) - 8);
+		}
+	}
+}
+
+void wmat_row_f32(const struct wmat *w, int r, float *out)
+{
+	size_t off = (size_t)r * w->cols;
+	if (w->type == WT_F32) {
+		memcpy(out, (const float *)w->data + off, sizeof(float) * w->cols);
+		return;
+	}
+	const uint16_t *h = (const uint16_t *)w->data + off;
+	for (int c = 0; c < w->cols; c++)
+		out[c] = bf16_to_f32(h[c]);
+}
+
+void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
+		  void *data, float *scales)
+{
+	int n = src->cols;
+	float row[n];
+	for (int r = 0; r < src->rows; r++) {
+		wmat_row_f32(src, r, row);
+		if (to == WT_Q8)
+			q8_quantize_row(row, n, (int8_t *)data + (size_t)r * n, &scales[r]);
+		else
+			(rtn ? q4_quantize_row_rtn : q4_quantize_row)(
+				row, n, group, (uint8_t *)data + (size_t)r * n / 2,
+				scales + (size_t)r * (n / group));
+	}
+}
+
+double quant_rel_error(const struct wmat *src, const struct wmat *q)
+{
+	int n = src->cols;
+	float a[n], b[n];
+	double num = 0, den = 0;
+	for (int r = 0; r < src->rows; r++) {
+		wmat_row_f32(src, r, a);
+		quant_dequant_row(q, r, 0, n, b);
+		for (int c = 0; c < n; c++) {
+			double d = (double)a[c] - b[c];
+			num += d * d;
+			den += (double)a[c] * a[c];
+		}
+	}
+	return den > 0 ? sqrt(num / den) : 0;
+}
+
+/* ---- scalar reference kernels ---- */
+
+/* The canonical fold of 16 partial sums: halves, s[j] += s[j + w] for
+ * w = 8, 4, 2, 1. */
+static float fold16(float s[16])
+{
+	for (int w = 8; w >= 1; w /= 2)
+		for (int j = 0; j < w; j++)
+			s[j] += s[j + w];
+	return s[0];
+}
+
+void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		      const float *x, int ldx, int T)
+{
+	for (int r = r0; r < r1; r++) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
+		for (int t = 0; t < T; t++) {
+			const float *xt = x + (size_t)t * ldx;
+			float s[16] = { 0 };
+			for (int c = 0; c < w->cols; c++)
+				s[c % 16] = fmaf((float)q[c], xt[c], s[c % 16]);
+			y[(size_t)t * ldy + r] = fold16(s) * w->scales[r];
+		}
+	}
+}
+
+void q4_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		      const float *x, int ldx, int T)
+{
+	int G = w->group_size, ng = w->cols / G;
+	for (int r = r0; r < r1; r++) {
+		const float *s = w->scales + (size_t)r * ng;
+		for (int t = 0; t < T; t++) {
+			const float *xt = x + (size_t)t * ldx;
+			float acc[16] = { 0 };
+			for (int g = 0; g < ng; g++) {
+				float gs[16] = { 0 };
+				for (int c = g * G; c < (g + 1) * G; c++)
+					gs[c % 16] = fmaf((float)q4_code(w, r, c), xt[c], gs[c % 16]);
+				for (int j = 0; j < 16; j++)
+					acc[j] = fmaf(gs[j], s[g], acc[j]);
+			}
+			y[(size_t)t * ldy + r] = fold16(acc);
+		}
+	}
+}
+
+int q8a_padded(int n)
+{
+	return (n + Q8A_BLOCK - 1) / Q8A_BLOCK * Q8A_BLOCK;
+}
+
+void q8a_quantize(const float *x, int n, struct q8act *a)
+{
+	int np = q8a_padded(n);
+	a->n = n;
+	for (int b = 0; b < np; b += Q8A_BLOCK) {
+		int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
+		a->scales[b / Q8A_BLOCK] = symmetric(x + b, e - b, 127, a->q + b);
+		memset(a->q + e, 0, (size_t)(b + Q8A_BLOCK - e));
+	}
+}
+
+/* The integer dot product of n weight codes with n activation codes. */
+static int32_t q8a_block_dot(const int8_t *wq, const int8_t *aq, int n)
+{
+	int32_t sum = 0;
+	for (int c = 0; c < n; c++)
+		sum += (int32_t)wq[c] * aq[c];
+	return sum;
+}
+
+void q8_matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
+			  int r0, int r1)
+{
+	int n = w->cols;
+	for (int r = r0; r < r1; r++) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * n;
+		float acc = 0;
+		for (int b = 0; b < n; b += Q8A_BLOCK) {
+			int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
+			acc += (float)q8a_block_dot(q + b, a->q + b, e - b) *
+			       a->scales[b / Q8A_BLOCK];
+		}
+		y[r] = acc * w->scales[r];
+	}
+}
+
+void q4_matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
+			  int r0, int r1)
+{
+	int n = w->cols, G = w->group_size;
+	int8_t codes[Q4_BLOCK];
+	for (int r = r0; r < r1; r++) {
+		const float *s = w->scales + (size_t)r * (n / G);
+		float acc = 0;
+		for (int b = 0; b < n; b += Q4_BLOCK) {
+			for (int j = 0; j < Q4_BLOCK; j++)
+				codes[j] = (int8_t)q4_code(w, r, b + j);
+			float sb = a->scales[b / Q8A_BLOCK] * s[b / G];
+			acc += (float)q8a_block_dot(codes, a->q + b, Q4_BLOCK) * sb;
+		}
+		y[r] = acc;
+	}
+}
+
+/* ---- dispatch ---- */
+
+enum quant_isa quant_isa(void)
+{
+	static int isa = -1;
+	if (isa < 0) {
+		__builtin_cpu_init();
+		int avx512 = __builtin_cpu_supports("avx512f") &&
+			     __builtin_cpu_supports("avx512bw") &&
+			     __builtin_cpu_supports("avx512vl") &&
+			     __builtin_cpu_supports("avx512dq");
+		if (avx512 && __builtin_cpu_supports("avx512vnni"))
+			isa = QI_VNNI;
+		else if (avx512)
+			isa = QI_AVX512;
+		else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+			isa = QI_AVX2;
+		else
+			isa = QI_SCALAR;
+	}
+	return (enum quant_isa)isa;
+}
+
+const char *quant_isa_name(enum quant_isa isa)
+{
+	static const char *const names[QI_N] = { "scalar", "avx2", "avx512", "avx512-vnni" };
+	return names[isa];
+}
+
+void quant_matmul_isa(enum quant_isa isa, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const float *x, int ldx, int T)
+{
+	static quant_matmul_fn *const q8[QI_N] = {
+		q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512, q8_matmul_avx512 };
+	static quant_matmul_fn *const q4[QI_N] = {
+		q4_matmul_scalar, q4_matmul_avx2, q4_matmul_avx512, q4_matmul_avx512 };
+	(w->type == WT_Q8 ? q8 : q4)[isa](w, y, ldy, r0, r1, x, ldx, T);
+}
+
+void quant_matmul(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		  const float *x, int ldx, int T)
+{
+	quant_matmul_isa(quant_isa(), w, y, ldy, r0, r1, x, ldx, T);
+}
+
+int quant_has_int8_act(void)
+{
+	return quant_isa() == QI_VNNI;
+}
+
+void quant_matvec_q8a_isa(enum quant_isa isa, const struct wmat *w,
+			  const struct q8act *a, float *y, int r0, int r1)
+{
+	if (isa == QI_VNNI)
+		matvec_q8a_vnni(w, a, y, r0, r1);
+	else
+		(w->type == WT_Q8 ? q8_matvec_q8a_scalar : q4_matvec_q8a_scalar)(w, a, y, r0, r1);
+}
+
+void quant_matvec_q8a(const struct wmat *w, const struct q8act *a, float *y,
+		      int r0, int r1)
+{
+	quant_matvec_q8a_isa(quant_isa(), w, a, y, r0, r1);
+}

@@ -1,0 +1,168 @@
+/* quant: the int8 and int4 weight schemes and the kernels that compute on
+ * them directly.
+ *
+ * Schemes (a `struct wmat` of type WT_Q8 or WT_Q4, lib/weights.h):
+ *
+ *   int8  symmetric, one float scale per output row:
+ *           scale = max|row| / 127, q = round(w / scale) (half away from
+ *           zero), clamped to [-127, 127]; w ~ scale * q. An all-zero row has
+ *           scale 0 and codes 0. This is exactly the `int8` of
+ *           tests/golden/ppl-shakespeare-tiny.json.
+ *
+ *   int4  group-wise along the input dimension (cols): every group of
+ *         group_size consecutive weights of a row has one float scale and
+ *         codes q in the full range [-8, 7]; w ~ scale * q. The scale is
+ *         searched, not derived from max/7: for a grid of candidate inverse
+ *         scales (both signs, so the largest magnitude may land on -8), the
+ *         codes are rounded and clamped, and the scale stored is the least-
+ *         squares one for those codes, sum(w q) / sum(q q); the candidate
+ *         with the smallest squared error wins, then the codes are rounded
+ *         once more with that scale and kept if better. The scale may be
+ *         negative. group_size is a multiple of Q4_BLOCK and divides cols.
+ *         (q4_quantize_rtn is the golden's `int4g32` baseline: scale =
+ *         max|group| / 7, codes in [-7, 7]; ppl reports both.)
+ *
+ * int4 packing (the contract of WT_Q4 data): row r takes cols / 2 bytes at
+ * data + r * cols / 2. The row is cut into blocks of Q4_BLOCK = 32 weights;
+ * block b (weights 32b .. 32b+31 of the row) is the 16 bytes at 16b; byte j
+ * of the block holds (q[32b + j] + 8) in its low nibble and
+ * (q[32b + 16 + j] + 8) in its high nibble. So one 16-byte load gives the
+ * block's first half from the low nibbles and its second half from the high
+ * nibbles, in order. Scales: float scales[rows * (cols / group_size)],
+ * row-major, scales[r * (cols / group_size) + g] for weights
+ * g * group_size .. (g + 1) * group_size - 1.
+ *
+ * Kernels: y = W x for a range of output rows and T activation vectors, so
+ * a thread pool can split by rows and get the same bits for any split. They
+ * read the integer codes and widen them in registers; nothing is
+ * dequantized into memory. A scalar reference and AVX2 / AVX-512 versions
+ * exist; quant_isa() picks the best the CPU supports, once. All follow one
+ * canonical order (the one of lib/kernels.h's dot), so they are bitwise
+ * equal: 16 partial sums start at +0;
+ *   int8: weight c goes into s[c % 16] = fmaf(q[c], x[c], s), in increasing
+ *         c; the sums are folded in halves (s[j] += s[j + w], w = 8, 4, 2,
+ *         1) and s[0] times the row's scale is the result;
+ *   int4: per group, g[c % 16] = fmaf(q[c], x[c], g) over the group's
+ *         weights in increasing c (from fresh zeros), then
+ *         s[j] = fmaf(g[j], scale, s[j]) for each lane; after the last group
+ *         the same fold gives the result.
+ *
+ * int8 activations (`--int8-activations`, AVX-512 VNNI): the activation
+ * vector is itself quantized, symmetric, in blocks of Q8A_BLOCK = 32 values
+ * with one float scale each (scale = max|block| / 127), and the dot products
+ * run on integers (vpdpbusd), one float multiply per block. It is faster and
+ * less exact; the scalar reference computes the same integer sums.
+ */
+#ifndef QUANT_H
+#define QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "err.h"
+#include "weights.h"
+
+#define Q4_BLOCK 32            /* weights per packed int4 block (16 bytes) */
+#define Q4_DEFAULT_GROUP 32
+#define Q8A_BLOCK 32           /* activations per int8-activation scale */
+
+/* ---- quantization (float32 in, codes and scales out) ---- */
+
+/* int8: quantizes one row of n weights into q[n] and *scale. */
+void q8_quantize_row(const float *w, int n, int8_t *q, float *scale);
+
+/* int4: quantizes one row of n weights (n a multiple of group, group a
+ * multiple of Q4_BLOCK) into packed q[n / 2] and scales[n / group]. */
+void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales);
+
+/* The golden int4 baseline (round to nearest, scale = max|group| / 7,
+ * codes in [-7, 7]) in the same packing: for comparison in ppl. */
+void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *scales);
+
+/* Quantizes a whole WT_F32 or WT_BF16 matrix src into `to` (WT_Q8, or
+ * WT_Q4 with group; rtn picks q4_quantize_row_rtn): data gets
+ * q8_data_bytes / q4_data_bytes, scales rows / q4_nscales floats. Works a
+ * row at a time (scratch on the stack: cols floats). */
+void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
+		  void *data, float *scales);
+
+/* ||src - dequant(q)|| / ||src|| over the whole matrix (0 for a zero src):
+ * the report's relative weight error. */
+double quant_rel_error(const struct wmat *src, const struct wmat *q);
+
+/* Row r of a WT_F32 or WT_BF16 matrix as float32 (exact). */
+void wmat_row_f32(const struct wmat *w, int r, float *out);
+
+/* Checks that a matrix of cols columns can use int4 with this group size;
+ * on failure fills e with the reason ("group size 48 is not a multiple of
+ * 32", "group size 64 does not divide 96 columns"). */
+int q4_check_shape(int cols, int group, struct err *e);
+
+/* Bytes of codes and number of scales of a rows x cols matrix. */
+size_t q8_data_bytes(int rows, int cols);
+size_t q4_data_bytes(int rows, int cols);
+size_t q4_nscales(int rows, int cols, int group);
+
+/* The code of weight (r, c) of a WT_Q4 matrix, in [-8, 7]. */
+static inline int q4_code(const struct wmat *w, int r, int c)
+{
+	const uint8_t *row = (const uint8_t *)w->data + (size_t)r * (size_t)w->cols / 2;
+	int b = c / Q4_BLOCK, j = c % Q4_BLOCK;
+	uint8_t byte = row[b * (Q4_BLOCK / 2) + (j % (Q4_BLOCK / 2))];
+	return (j < Q4_BLOCK / 2 ? (byte & 15) : (byte >> 4)) - 8;
+}
+
+/* Dequantizes columns [c0, c1) of row r of a WT_Q8 or WT_Q4 matrix into
+ * out[c1 - c0] (c0, c1 multiples of Q4_BLOCK for WT_Q4, or c1 == cols).
+ * Used for the embedding lookup: w = scale * q,
+ * computed in float32 exactly as the simulated-quantization reference does. */
+void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
+
+/* ---- kernels ---- */
+
+enum quant_isa { QI_SCALAR, QI_AVX2, QI_AVX512, QI_VNNI, QI_N };
+
+/* The best ISA this CPU supports (CPUID, including OS support for the
+ * registers), decided once. */
+enum quant_isa quant_isa(void);
+const char *quant_isa_name(enum quant_isa isa);
+
+/* y[t * ldy + r] = sum_c W[r][c] x[t * ldx + c] for r in [r0, r1) and
+ * t < T: w is WT_Q8 or WT_Q4 (the argument order of kern_matmul,
+ * lib/kernels.h). Each output is computed in the same order whatever T, the
+ * row range or the split of rows into calls, so chunking a prompt or
+ * threading by rows never changes a bit. With T > 1 each block of four rows
+ * is read from memory once and reused from cache for every t. Uses the best
+ * kernel for this CPU. */
+void quant_matmul(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		  const float *x, int ldx, int T);
+
+/* The same with a chosen ISA (tests; isa must be supported by the CPU). */
+void quant_matmul_isa(enum quant_isa isa, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const float *x, int ldx, int T);
+
+/* int8 activations: a vector quantized in blocks of Q8A_BLOCK. The caller
+ * owns the buffers: q[n_pad], scales[n_pad / Q8A_BLOCK] with n_pad = n
+ * rounded up to Q8A_BLOCK (see q8a_padded). */
+struct q8act {
+	int n;           /* logical length */
+	int8_t *q;       /* n_pad codes, zero beyond n */
+	float *scales;   /* one per block */
+};
+
+int q8a_padded(int n);
+
+/* Quantizes x[n] into a (a->q and a->scales must be allocated). */
+void q8a_quantize(const float *x, int n, struct q8act *a);
+
+/* Whether the int8-activation kernel exists for this CPU (AVX-512 VNNI). */
+int quant_has_int8_act(void);
+
+/* y[r] for r in [r0, r1) from the quantized activations a: w is WT_Q8 or
+ * WT_Q4 (group a multiple of Q8A_BLOCK, as every int4 group is). Uses VNNI
+ * when the CPU has it, else the scalar reference. */
+void quant_matvec_q8a(const struct wmat *w, const struct q8act *a, float *y,
+		      int r0, int r1);
+void quant_matvec_q8a_isa(enum quant_isa isa, const struct wmat *w,
+			  const struct q8act *a, float *y, int r0, int r1);
+
+#endif

@@ -1,0 +1,298 @@
+/* The sampler against transformers' logits processors
+ * (tests/golden/sampler-warpers.jsonl), the generator against published
+ * and independently computed outputs, and the draw against its
+ * distribution (chi-square). */
+#include "check.h"
+#include "rng.h"
+#include "sampler.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GOLDEN "tests/golden/sampler-warpers.jsonl"
+
+static void test_rng(void)
+{
+	/* splitmix64 from state 0: the first output is the published one; the
+	 * others and the xoshiro256** outputs come from an independent Python
+	 * implementation of the reference C code. */
+	uint64_t st = 0;
+	uint64_t sm[4] = { 0xe220a8397b1dcdafull, 0x6e789e6aa1b965f4ull,
+			   0x06c45d188009454full, 0xf88bb8a8724c81ecull };
+	for (int i = 0; i < 4; i++) {
+		uint64_t v = rng_splitmix64(&st);
+		CHECK(v == sm[i], "splitmix64 output %d: %016llx, want %016llx", i,
+		      (unsigned long long)v, (unsigned long long)sm[i]);
+	}
+	struct rng r = { { 1, 2, 3, 4 } };
+	uint64_t xo[5] = { 0x2d00, 0, 0x5a007080, 0x10e0000000009d80ull,
+			   0x10e0b61ce1009d80ull };
+	for (int i = 0; i < 5; i++) {
+		uint64_t v = rng_next(&r);
+		CHECK(v == xo[i], "xoshiro256** from {1,2,3,4}, output %d: %llx, "
+		      "want %llx", i, (unsigned long long)v, (unsigned long long)xo[i]);
+	}
+	rng_seed(&r, 42);
+	uint64_t s42[3] = { 0x15780b2e0c2ec716ull, 0x6104d9866d113a7eull,
+			    0xae17533239e499a1ull };
+	for (int i = 0; i < 3; i++) {
+		uint64_t v = rng_next(&r);
+		CHECK(v == s42[i], "seed 42, output %d: %llx, want %llx", i,
+		      (unsigned long long)v, (unsigned long long)s42[i]);
+	}
+	rng_seed(&r, 7);
+	double lo = 1, hi = 0;
+	for (int i = 0; i < 100000; i++) {
+		double u = rng_uniform(&r);
+		lo = u < lo ? u : lo;
+		hi = u > hi ? u : hi;
+	}
+	CHECK(lo >= 0 && lo < 1e-3 && hi < 1 && hi > 1 - 1e-3,
+	      "uniform range [%g, %g]", lo, hi);
+}
+
+/* Python's json writes -Infinity, which is not JSON: turn it into a number
+ * that strtod reads as -inf, in place (same length). */
+static void fix_infinity(char *line)
+{
+	char *p = line;
+	while ((p = strstr(p, "-Infinity")))
+		memcpy(p, "-1e999   ", 9);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Runs one golden case; returns 1 when it agrees, else 0 with why[] set. */
+static int golden_case(cJSON *c, char *why, size_t whylen, double *maxdiff)
+{
+	cJSON *params = cJSON_GetObjectItem(c, "params");
+	cJSON *logits = cJSON_GetObjectItem(c, "logits");
+	cJSON *ctxj = cJSON_GetObjectItem(c, "context_ids");
+	cJSON *kept = cJSON_GetObjectItem(c, "kept");
+	cJSON *probs = cJSON_GetObjectItem(c, "probs");
+	int n = cJSON_GetArraySize(logits);
+	struct sampler_params p = {
+		.temperature = cJSON_GetObjectItem(params, "temperature")->valuedouble,
+		.top_k = cJSON_GetObjectItem(params, "top_k")->valueint,
+		.top_p = cJSON_GetObjectItem(params, "top_p")->valuedouble,
+		.min_p = cJSON_GetObjectItem(params, "min_p")->valuedouble,
+		.repetition_penalty =
+			cJSON_GetObjectItem(params, "repetition_penalty")->valuedouble,
+	};
+	float *x = malloc((size_t)n * sizeof *x);
+	int nctx = cJSON_GetArraySize(ctxj);
+	int32_t *ctx = malloc((size_t)(nctx + 1) * sizeof *ctx);
+	int nk = cJSON_GetArraySize(kept);
+	int *want = malloc((size_t)(nk + 1) * sizeof *want);
+	double *wantp = malloc((size_t)(nk + 1) * sizeof *wantp);
+	int i = 0;
+	cJSON *it;
+	cJSON_ArrayForEach(it, logits)
+		x[i++] = (float)it->valuedouble;
+	i = 0;
+	cJSON_ArrayForEach(it, ctxj)
+		ctx[i++] = it->valueint;
+	i = 0;
+	cJSON_ArrayForEach(it, kept)
+		want[i++] = it->valueint;
+	i = 0;
+	cJSON_ArrayForEach(it, probs)
+		wantp[i++] = it->valuedouble;
+
+	struct err e;
+	struct sampler *s = sampler_new(n, &e);
+	int ok = 0;
+	if (!s || sampler_add_context(s, ctx, nctx, &e) < 0 ||
+	    sampler_filter(s, x, &p, &e) < 0) {
+		snprintf(why, whylen, "error: %.400s", e.msg);
+		goto out;
+	}
+	int *got = malloc((size_t)s->n_cand * sizeof *got);
+	for (i = 0; i < s->n_cand; i++)
+		got[i] = s->cand[i].id;
+	qsort(got, (size_t)s->n_cand, sizeof *got, cmp_int);
+	int same = s->n_cand == nk;
+	for (i = 0; same && i < nk; i++)
+		same = got[i] == want[i];
+	if (!same) {
+		int first = 0;
+		while (first < nk && first < s->n_cand && got[first] == want[first])
+			first++;
+		snprintf(why, whylen, "kept %d tokens, want %d; first difference "
+			 "at rank %d: got %d, want %d (k=%d p=%g min_p=%g T=%g rp=%g, "
+			 "n=%d)", s->n_cand, nk, first,
+			 first < s->n_cand ? got[first] : -1,
+			 first < nk ? want[first] : -1, p.top_k, p.top_p, p.min_p,
+			 p.temperature, p.repetition_penalty, n);
+		free(got);
+		goto out;
+	}
+	free(got);
+	ok = 1;
+	for (i = 0; i < s->n_cand; i++) {
+		int id = s->cand[i].id;
+		int *w = bsearch(&id, want, (size_t)nk, sizeof *want, cmp_int);
+		double d = fabs(s->cand[i].p - wantp[w - want]);
+		*maxdiff = d > *maxdiff ? d : *maxdiff;
+		if (!(d <= 1e-6) && ok) {
+			snprintf(why, whylen, "token %d: probability %.9g, want %.9g",
+				 id, s->cand[i].p, wantp[w - want]);
+			ok = 0;
+		}
+	}
+out:
+	sampler_free(s);
+	free(x);
+	free(ctx);
+	free(want);
+	free(wantp);
+	return ok;
+}
+
+static void test_golden(void)
+{
+	FILE *f = fopen(GOLDEN, "r");
+	CHECK(f != NULL, "%s: cannot open", GOLDEN);
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	int n = 0, agree = 0, first_bad = -1;
+	char why[512] = "", first_why[512] = "";
+	double maxdiff = 0;
+	while (getline(&line, &cap, f) > 0) {
+		n++;
+		fix_infinity(line);
+		cJSON *c = cJSON_Parse(line);
+		if (!c) {
+			snprintf(why, sizeof why, "line does not parse");
+		} else if (golden_case(c, why, sizeof why, &maxdiff)) {
+			agree++;
+		}
+		if (agree != n && first_bad < 0) {
+			first_bad = n;
+			memcpy(first_why, why, sizeof why);
+		}
+		cJSON_Delete(c);
+	}
+	free(line);
+	fclose(f);
+	printf("sampler-warpers: %d of %d cases agree (largest probability "
+	       "difference %.3g)\n", agree, n, maxdiff);
+	if (first_bad > 0)
+		printf("first disagreement: line %d: %s\n", first_bad, first_why);
+	CHECK(n == 400 && agree == n, "%d of %d golden cases agree", agree, n);
+}
+
+/* Chi-square goodness of fit of the draw on a fixed distribution. With 5
+ * categories (4 degrees of freedom) P(chi2 > x) = exp(-x/2) (1 + x/2),
+ * which is 7.5e-7 at x = 34: a correct sampler fails less than once in a
+ * million seeds. */
+static void test_draw(void)
+{
+	const double want[5] = { 0.5, 0.25, 0.125, 0.0625, 0.0625 };
+	float x[5];
+	for (int i = 0; i < 5; i++)
+		x[i] = (float)log(want[i]) + 3; /* softmax ignores the shift */
+	struct sampler_params p = { .temperature = 1, .top_p = 1,
+				    .repetition_penalty = 1 };
+	struct err e;
+	struct sampler *s = sampler_new(5, &e);
+	struct rng r;
+	rng_seed(&r, 12345);
+	enum { N = 200000 };
+	long count[5] = { 0 };
+	int bad = 0;
+	for (int i = 0; i < N; i++) {
+		int32_t id = sampler_next(s, x, &p, &r, &e);
+		if (id < 0 || id >= 5)
+			bad++;
+		else
+			count[id]++;
+	}
+	double chi2 = 0;
+	for (int i = 0; i < 5; i++) {
+		double ex = N * want[i];
+		chi2 += (count[i] - ex) * (count[i] - ex) / ex;
+	}
+	printf("draw: chi-square %.2f over %d draws (bound 34, 4 degrees of "
+	       "freedom)\n", chi2, N);
+	CHECK(bad == 0 && chi2 < 34, "chi-square %.2f >= 34 (counts %ld %ld %ld "
+	      "%ld %ld)", chi2, count[0], count[1], count[2], count[3], count[4]);
+
+	/* With top-k 2 only the two largest come out, in ratio 2:1. */
+	p.top_k = 2;
+	long c2[5] = { 0 };
+	for (int i = 0; i < 30000; i++)
+		c2[sampler_next(s, x, &p, &r, &e)]++;
+	double ex0 = 20000, ex1 = 10000;
+	chi2 = (c2[0] - ex0) * (c2[0] - ex0) / ex0 + (c2[1] - ex1) * (c2[1] - ex1) / ex1;
+	/* 1 degree of freedom: P(chi2 > 24) = 9.6e-7. */
+	CHECK(c2[2] + c2[3] + c2[4] == 0 && chi2 < 24,
+	      "top-k 2 draws: %ld %ld %ld %ld %ld (chi-square %.2f)", c2[0], c2[1],
+	      c2[2], c2[3], c2[4], chi2);
+	sampler_free(s);
+}
+
+static void test_greedy_and_errors(void)
+{
+	struct err e;
+	struct sampler *s = sampler_new(6, &e);
+	struct sampler_params p = { .temperature = 0, .top_p = 1,
+				    .repetition_penalty = 1 };
+	float x[6] = { 1, 3, -INFINITY, 3, 2, 0 };
+	CHECK(sampler_next(s, x, &p, NULL, &e) == 1, "greedy: lowest id on ties");
+	/* The penalty applies to greedy too (as in transformers): 3 / 2 < 2. */
+	int32_t ctx[] = { 1, 3, 1 };
+	p.repetition_penalty = 2;
+	CHECK(sampler_add_context(s, ctx, 3, &e) == 0 && s->n_ctx == 2,
+	      "distinct context ids: %d", s->n_ctx);
+	CHECK(sampler_next(s, x, &p, NULL, &e) == 4, "greedy after the penalty");
+	CHECK(x[1] == 3 && x[3] == 3, "the penalty is undone: %g %g", x[1], x[3]);
+	p.temperature = 0.5;
+	p.top_k = 2;
+	CHECK(sampler_filter(s, x, &p, &e) == 3 && x[1] == 3 && x[3] == 3, /* 4, 3, 3 */
+	      "top-k after the penalty: %d kept, logits %g %g", s->n_cand, x[1], x[3]);
+	p.temperature = 0;
+	p.top_k = 0;
+	sampler_clear_context(s);
+	CHECK(s->n_ctx == 0 && sampler_next(s, x, &p, NULL, &e) == 1,
+	      "cleared context");
+	int32_t out_of_range = 6;
+	CHECK(sampler_add_context(s, &out_of_range, 1, &e) < 0 &&
+	      !strcmp(e.msg, "context id 6 outside the vocabulary (6 tokens)"),
+	      "context id range: %s", e.msg);
+	x[4] = NAN;
+	CHECK(sampler_filter(s, x, &p, &e) < 0 && !strcmp(e.msg, "logit 4 is nan"),
+	      "NaN logit: %s", e.msg);
+	x[4] = INFINITY;
+	CHECK(sampler_filter(s, x, &p, &e) < 0 && !strcmp(e.msg, "logit 4 is inf"),
+	      "+inf logit: %s", e.msg);
+	for (int i = 0; i < 6; i++)
+		x[i] = -INFINITY;
+	CHECK(sampler_filter(s, x, &p, &e) < 0 && !strcmp(e.msg, "no logit is finite"),
+	      "all -inf: %s", e.msg);
+	struct sampler_params bad = { .temperature = 1, .top_p = 1.5,
+				      .repetition_penalty = 1 };
+	CHECK(sampler_params_check(&bad, &e) < 0 &&
+	      !strcmp(e.msg, "top_p: 1.5 is out of range [0, 1]"), "%s", e.msg);
+	bad.top_p = 1;
+	bad.repetition_penalty = 0;
+	CHECK(sampler_params_check(&bad, &e) < 0 &&
+	      !strcmp(e.msg, "repetition_penalty: 0 is not positive"), "%s", e.msg);
+	sampler_free(s);
+}
+
+int main(void)
+{
+	test_rng();
+	test_greedy_and_errors();
+	test_golden();
+	test_draw();
+	return check_done("test_sampler");
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bats
+# sample: flags, bad streams. (The generation loop with a stand-in forward
+# is tests/c/test_sample_loop.c; with the real forward, tests/pipeline.bats.)
+bats_require_minimum_version 1.5.0
+load test_helper
+
+setup() {
+	load_assert
+}
+
+USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [-n N] [--ignore-eos] [--emit-eos] [--logprobs K --logprobs-file FILE] [-v] < logits"
+
+@test "--help prints the usage and the flags on stdout" {
+	run -0 sample --help
+	assert_line --index 0 "$USAGE"
+	assert_line --partial "--top-p P"
+}
+
+@test "a flag out of range is a usage error naming the flag and the range" {
+	run --separate-stderr -2 sample --top-p 1.5 </dev/null
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = "sample: --top-p: 1.5 is out of range [0, 1]" ]
+	[ "${stderr_lines[1]}" = "$USAGE" ]
+	run -2 sample --temperature -1 </dev/null
+	assert_line --index 0 "sample: --temperature: -1 is out of range [0, 100]"
+	run -2 sample -n x </dev/null
+	assert_line --index 0 "sample: --max-tokens: 'x' is not a whole number"
+	run -2 sample --top-k 1.5 </dev/null
+	assert_line --index 0 "sample: --top-k: '1.5' is not a whole number"
+}
+
+@test "unknown options, missing values and stray arguments are usage errors" {
+	run -2 sample --frob </dev/null
+	assert_line --index 0 "sample: unknown option '--frob'"
+	run -2 sample -x </dev/null
+	assert_line --index 0 "sample: unknown option '-x'"
+	run -2 sample --seed </dev/null
+	assert_line --index 0 "sample: --seed: missing value"
+	run -2 sample extra </dev/null
+	assert_line --index 0 "sample: unexpected argument 'extra'"
+	run -2 sample --logprobs 3 </dev/null
+	assert_line --index 0 "sample: --logprobs and --logprobs-file go together"
+}
+
+@test "an empty input, a wrong magic and a wrong version are one-line errors" {
+	run -1 sample </dev/null
+	assert_output "sample: <stdin>: empty input, expected a logits stream"
+	run -1 sample < <(printf 'QWLOGITX')
+	assert_output "sample: <stdin>: not a logits stream (bad magic)"
+	run -1 sample < <(printf 'QWLOGITS\002\000\000\000'; head -c 4228 /dev/zero)
+	assert_output "sample: <stdin>: logits stream version 2 is not supported (this reader knows version 1)"
+	run -1 sample < <(printf 'QWLOGITS\001\000\000\000'; head -c 100 /dev/zero)
+	assert_output "sample: <stdin>: truncated logits stream header"
+}

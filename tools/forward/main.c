@@ -1,0 +1,460 @@
+/* forward: token ids in, logits out.
+ *
+ *   forward MODEL < ids > logits            generation (stdout a pipe) or
+ *                                           scoring (stdout a file)
+ *   forward MODEL --score [--all] < ids     the logits of the input, then exit
+ *   forward --dump [--top K] < logits       a logits stream as text
+ *
+ * Ids are decimal text, one or more per line. The logits stream (binary,
+ * lib/stream.h) never goes to a terminal. In generation mode forward writes
+ * the prompt's last logits, then waits on the feedback FIFO named in the
+ * stream header for each id the sampler draws, and answers each with one
+ * more frame; it ends when the sampler closes the FIFO, the reader of
+ * stdout goes away, or the context is full. The FIFO and its directory are
+ * removed on every exit path.
+ *
+ * Exit status: 0 fine; 1 bad input, I/O error, no sampler connected;
+ * 2 usage; 141 the reader of stdout went away.
+ */
+#include "cli.h"
+#include "cpu.h"
+#include "feedback.h"
+#include "forward.h"
+#include "model.h"
+#include "stream.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"forward MODEL [--score [--all]] [--trace FILE] [--threads N] [--ctx N] "
+	"[--f32] [--copy] [-v] < ids, or forward --dump [--top K] < logits";
+
+static const char help[] =
+	"Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
+	"line) on stdin, the binary logits stream on stdout.\n"
+	"\n"
+	"  MODEL               a model directory or a .safetensors file with its\n"
+	"                      config.json beside it\n"
+	"  -s, --score         compute the logits of the input and exit (the\n"
+	"                      default when stdout is a regular file); otherwise,\n"
+	"                      when stdout is a pipe, generate: wait for each\n"
+	"                      sampled id on the feedback FIFO named in the header\n"
+	"  -a, --all           with --score: a frame for every input position,\n"
+	"                      not only the last\n"
+	"  -T, --trace FILE    write the residual stream of the last position of\n"
+	"                      each call as JSON lines (embedding, every block,\n"
+	"                      final norm)\n"
+	"  -t, --threads N     worker threads (default: the physical cores)\n"
+	"  -c, --ctx N         positions in the KV cache (default: the model's,\n"
+	"                      at most 4096)\n"
+	"      --f32           widen the weights to float32 (default: bf16 read\n"
+	"                      as bf16)\n"
+	"      --copy          read the weights into memory instead of using the\n"
+	"                      file mapping\n"
+	"  -v, --verbose       load time, memory and per-call timings on stderr\n"
+	"  -d, --dump          read a logits stream on stdin, print it as text\n"
+	"  -k, --top K         with --dump: the K largest logits (default 5)\n"
+	"  -h, --help          this text\n"
+	"\n"
+	"QWENPIPE_SIMD=scalar|avx2|avx512 caps the kernels used.\n";
+
+/* Defaults. */
+static int verbose;             /* -v */
+static const char *in_name = "<stdin>";
+#define FIRST_ID_TIMEOUT_MS 10000  /* a sampler must send its first id by then */
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- input ids ---- */
+
+/* Reads every id on stdin. Errors name the line and the id. */
+static int *read_ids(int n_vocab, int *n_out)
+{
+	int *ids = NULL, n = 0, cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	long lineno = 0;
+	while ((len = getline(&line, &lcap, stdin)) >= 0) {
+		lineno++;
+		char *p = line;
+		for (;;) {
+			while (isspace((unsigned char)*p))
+				p++;
+			if (!*p)
+				break;
+			char *tok = p;
+			while (*p && !isspace((unsigned char)*p))
+				p++;
+			char save = *p;
+			*p = 0;
+			char *end;
+			errno = 0;
+			long v = strtol(tok, &end, 10);
+			if (*end || end == tok || !isdigit((unsigned char)tok[0]))
+				die("%s: line %ld: '%s' is not a token id", in_name, lineno, tok);
+			if (errno || v >= n_vocab)
+				die("%s: line %ld: id %s is outside the vocabulary (0..%d)",
+				    in_name, lineno, tok, n_vocab - 1);
+			*p = save;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 256;
+				ids = realloc(ids, sizeof *ids * (size_t)cap);
+				if (!ids)
+					die("out of memory");
+			}
+			ids[n++] = (int)v;
+		}
+	}
+	if (ferror(stdin))
+		die("%s: read error: %s", in_name, strerror(errno));
+	free(line);
+	if (n == 0)
+		die("%s: no token ids", in_name);
+	*n_out = n;
+	return ids;
+}
+
+/* ---- the trace ---- */
+
+struct trace {
+	FILE *fp;
+	char path[4096], tmp[4096 + 16];
+	int n_layers, call;
+};
+
+static struct trace *trace_open;  /* removed at exit unless completed */
+
+static void trace_cleanup(void)
+{
+	if (trace_open && trace_open->tmp[0])
+		unlink(trace_open->tmp);
+}
+
+static void on_trace(void *arg, int pos, int index, const float *h, int n)
+{
+	struct trace *t = arg;
+	const char *what = index == 0 ? "embedding" :
+			   index <= t->n_layers ? "block" : "final_norm";
+	fprintf(t->fp, "{\"call\":%d,\"pos\":%d,\"index\":%d,\"what\":\"%s\"", t->call,
+		pos, index, what);
+	if (index >= 1 && index <= t->n_layers)
+		fprintf(t->fp, ",\"layer\":%d", index - 1);
+	fputs(",\"h\":[", t->fp);
+	for (int i = 0; i < n; i++)
+		fprintf(t->fp, "%s%.9g", i ? "," : "", h[i]);
+	fputs("]}\n", t->fp);
+	if (index == t->n_layers + 1)
+		t->call++;
+}
+
+static void trace_begin(struct trace *t, const char *path, int n_layers)
+{
+	memset(t, 0, sizeof *t);
+	t->n_layers = n_layers;
+	snprintf(t->path, sizeof t->path, "%s", path);
+	snprintf(t->tmp, sizeof t->tmp, "%s.XXXXXX", path);
+	int fd = mkstemp(t->tmp);
+	if (fd < 0) {
+		t->tmp[0] = 0;
+		die("%s: %s", path, strerror(errno));
+	}
+	trace_open = t;
+	atexit(trace_cleanup);
+	t->fp = fdopen(fd, "w");
+	if (!t->fp)
+		die("%s: %s", path, strerror(errno));
+}
+
+/* Flushes, closes and renames the trace into place. */
+static void trace_end(struct trace *t)
+{
+	if (fflush(t->fp) != 0 || ferror(t->fp) || fsync(fileno(t->fp)) != 0 ||
+	    fclose(t->fp) != 0)
+		die("%s: write error: %s", t->path, strerror(errno));
+	if (rename(t->tmp, t->path) < 0)
+		die("%s: %s", t->path, strerror(errno));
+	t->tmp[0] = 0;
+}
+
+/* ---- writing the stream ---- */
+
+struct out {
+	const int *fed;   /* ids fed since the last frame */
+	int n_fed;
+	int vocab;
+	long frames;
+};
+
+static int emit(void *arg, int pos, const float *logits, struct err *e)
+{
+	struct out *o = arg;
+	if (stream_write_frame(stdout, pos, o->fed, (uint32_t)o->n_fed, logits,
+			       (uint32_t)o->vocab, e) < 0)
+		return -1;
+	o->frames++;
+	o->fed += o->n_fed;  /* with --all each frame has its one id */
+	return 0;
+}
+
+/* Dies quietly (141) when the reader went away, loudly otherwise. */
+static _Noreturn void die_write(const struct err *e)
+{
+	if (errno == EPIPE)
+		cli_exit(EXIT_PIPE);
+	die("%s", e->msg);
+}
+
+static void write_header(const struct model *m, const struct forward *f,
+			 uint32_t flags, const char *fifo)
+{
+	struct stream_header h = {
+		.version = STREAM_VERSION,
+		.n_vocab = (uint32_t)m->cfg.vocab_size,
+		.n_eos = (uint32_t)m->gen.n_eos,
+		.temperature = (float)m->gen.temperature,
+		.top_k = m->gen.top_k,
+		.top_p = (float)m->gen.top_p,
+		.min_p = (float)m->gen.min_p,
+		.repetition_penalty = (float)m->gen.repetition_penalty,
+		.flags = flags,
+		.ctx = (uint32_t)f->ctx,
+	};
+	memcpy(h.eos_ids, m->gen.eos_ids, sizeof h.eos_ids);
+	snprintf(h.fifo_path, sizeof h.fifo_path, "%s", fifo);
+	struct err e;
+	if (stream_write_header(stdout, &h, &e) < 0)
+		die_write(&e);
+}
+
+/* Runs ids and writes their frames; -v reports the timing. */
+static void eval(struct forward *f, const int *ids, int n, int all)
+{
+	struct out o = { ids, all ? 1 : n, f->m->cfg.vocab_size, 0 };
+	struct err e;
+	double t0 = now();
+	if (forward_eval(f, ids, n, all, emit, &o, &e) < 0) {
+		if (o.frames < (all ? n : 1) && !strstr(e.msg, "write error"))
+			die("%s", e.msg);
+		die_write(&e);
+	}
+	if (fflush(stdout) != 0) {
+		err_set(&e, "write error: %s", strerror(errno));
+		die_write(&e);
+	}
+	double dt = now() - t0;
+	if (verbose)
+		fprintf(stderr, "forward: %d token%s at position %d in %.1f ms (%.1f tok/s)\n",
+			n, n == 1 ? "" : "s", f->n_past - n, dt * 1e3, n / dt);
+}
+
+/* ---- generation ---- */
+
+static struct feedback fb;
+
+static void fb_cleanup(void)
+{
+	feedback_destroy(&fb);
+}
+
+static void generate(struct forward *f, const int *ids, int n)
+{
+	struct err e;
+	if (feedback_create(&fb, &e) < 0)
+		die("%s", e.msg);
+	atexit(fb_cleanup);
+	feedback_cleanup_on_signals(&fb);
+	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
+	eval(f, ids, n, 0);
+	for (;;) {
+		int id;
+		int r = feedback_next(&fb, STDOUT_FILENO, FIRST_ID_TIMEOUT_MS, &id, &e);
+		if (r < 0)
+			die("%s", e.msg);
+		if (r == 0)
+			break;
+		if (id >= f->m->cfg.vocab_size)
+			die("%s: id %d is outside the vocabulary (0..%d)", fb.path, id,
+			    f->m->cfg.vocab_size - 1);
+		if (f->n_past >= f->ctx) {
+			if (verbose)
+				fprintf(stderr, "forward: context full (%d positions)\n", f->ctx);
+			break;
+		}
+		eval(f, &id, 1, 0);
+	}
+	feedback_destroy(&fb);
+}
+
+/* ---- --dump ---- */
+
+static void dump(int top)
+{
+	struct stream_header h;
+	struct stream_frame fr = { 0 };
+	struct err e;
+	if (stream_read_header(stdin, &h, in_name, &e) < 0)
+		die("%s", e.msg);
+	printf("# vocab %u, eos", h.n_vocab);
+	for (uint32_t i = 0; i < h.n_eos; i++)
+		printf(" %d", h.eos_ids[i]);
+	printf(", ctx %u, %s\n", h.ctx, h.flags & STREAM_FLAG_FEEDBACK ? "generation" :
+	       "score");
+	int *best = malloc(sizeof(int) * (size_t)top);
+	if (!best)
+		die("out of memory");
+	int r;
+	while ((r = stream_read_frame(stdin, &h, &fr, in_name, &e)) == 1) {
+		int k = 0;
+		for (uint32_t i = 0; i < h.n_vocab; i++) {
+			int j = k < top ? k++ : top;
+			if (j == top && !(fr.logits[i] > fr.logits[best[top - 1]]))
+				continue;
+			if (j == top)
+				j = top - 1;
+			while (j > 0 && fr.logits[i] > fr.logits[best[j - 1]]) {
+				best[j] = best[j - 1];
+				j--;
+			}
+			best[j] = (int)i;
+		}
+		printf("pos=%d token=%d argmax=%d top=", fr.pos,
+		       fr.n_fed ? fr.fed[fr.n_fed - 1] : -1, best[0]);
+		for (int i = 0; i < k; i++)
+			printf("%s%d:%.4f", i ? "," : "", best[i], fr.logits[best[i]]);
+		putchar('\n');
+	}
+	if (r < 0)
+		die("%s", e.msg);
+	free(best);
+	stream_frame_free(&fr);
+}
+
+/* ---- main ---- */
+
+static int stdout_is_file(void)
+{
+	struct stat sb;
+	return fstat(STDOUT_FILENO, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int main(int argc, char **argv)
+{
+	cli_init("forward", usage);
+	int score = 0, all = 0, do_dump = 0, top = 5;
+	const char *trace_path = NULL;
+	struct forward_opts fo = { 0 };
+	struct model_opts mo = { 0 };
+	enum { OPT_F32 = 256, OPT_COPY, OPT_BLAS };
+	static const struct option longopts[] = {
+		{ "score", no_argument, NULL, 's' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "trace", required_argument, NULL, 'T' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "ctx", required_argument, NULL, 'c' },
+		{ "f32", no_argument, NULL, OPT_F32 },
+		{ "copy", no_argument, NULL, OPT_COPY },
+		{ "blas-threads", no_argument, NULL, OPT_BLAS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "dump", no_argument, NULL, 'd' },
+		{ "top", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "saT:t:c:vdk:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': score = 1; break;
+		case 'a': all = 1; break;
+		case 'T': trace_path = optarg; break;
+		case 't': fo.threads = (int)flag_long("--threads", optarg, 1, 256); break;
+		case 'c': fo.ctx = (int)flag_long("--ctx", optarg, 1, 1 << 24); break;
+		case OPT_F32: mo.f32 = 1; break;
+		case OPT_COPY: mo.copy = 1; break;
+		case OPT_BLAS: fo.blas_owns = 1; break;
+		case 'v': verbose = 1; break;
+		case 'd': do_dump = 1; break;
+		case 'k': top = (int)flag_long("--top", optarg, 1, 1000); break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			cli_exit(EXIT_OK);
+		default:
+			if (optopt)
+				die_usage("unknown option '-%c'", optopt);
+			die_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (do_dump) {
+		if (optind != argc)
+			die_usage("--dump takes no model");
+		dump(top);
+		cli_exit(EXIT_OK);
+	}
+	if (optind + 1 != argc)
+		die_usage(optind == argc ? "no model given" : "one model only");
+	if (all && !score)
+		die_usage("--all needs --score");
+	cli_refuse_binary_tty();
+	if (stdout_is_file())
+		score = 1;
+	int bad_env;
+	fo.level = cpu_level_env(&bad_env);
+	if (bad_env)
+		warn("QWENPIPE_SIMD: unknown value '%s' ignored", getenv("QWENPIPE_SIMD"));
+
+	const char *path = argv[optind];
+	struct model m;
+	struct forward f;
+	struct err e;
+	double t0 = now();
+	if (model_load(&m, path, &mo, &e) < 0)
+		die("%s", e.msg);
+	double t1 = now();
+	if (forward_init(&f, &m, &fo, &e) < 0)
+		die("%s: %s", path, e.msg);
+	if (verbose)
+		fprintf(stderr, "forward: %s: loaded in %.1f ms; weights %.1f MiB (%s%s), "
+			"run state %.1f MiB (ctx %d, batch %d); %s kernels, %d thread%s\n",
+			path, (t1 - t0) * 1e3, m.weight_bytes / 1048576.0,
+			mo.f32 ? "f32" : "as stored", m.copied ? ", copied" : ", mapped",
+			f.state_bytes / 1048576.0, f.ctx, f.batch, cpu_level_name(f.k->level),
+			f.threads, f.threads == 1 ? "" : "s");
+
+	int n;
+	int *ids = read_ids(m.cfg.vocab_size, &n);
+	if (n > f.ctx)
+		die("%s: %d ids do not fit in the context of %d positions (--ctx)",
+		    in_name, n, f.ctx);
+	struct trace tr;
+	if (trace_path) {
+		trace_begin(&tr, trace_path, m.cfg.n_layers);
+		f.trace = on_trace;
+		f.trace_arg = &tr;
+	}
+	if (score) {
+		write_header(&m, &f, all ? STREAM_FLAG_ALL : 0, "");
+		eval(&f, ids, n, all);
+	} else {
+		generate(&f, ids, n);
+	}
+	if (trace_path)
+		trace_end(&tr);
+	free(ids);
+	forward_free(&f);
+	model_free(&m);
+	cli_exit(EXIT_OK);
+}

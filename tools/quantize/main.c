@@ -1,0 +1,345 @@
+/* quantize: a safetensors model to an int8 or int4 container (lib/qfile.h).
+ *
+ *   quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings]
+ *            [--report FILE] [--dry-run]
+ *
+ * Every 2-D weight is quantized (lib/quant.h), the embedding matrix only with
+ * --embeddings; norms and biases stay as they are. The output is written to
+ * a temporary file beside OUT and renamed into place only when complete and
+ * flushed: a failure, SIGINT, SIGTERM or SIGHUP leaves neither a partial OUT
+ * nor the temporary file.
+ */
+#include "bf16.h"
+#include "cli.h"
+#include "config.h"
+#include "jsonutil.h"
+#include "manifest.h"
+#include "mapfile.h"
+#include "qfile.h"
+#include "quant.h"
+#include "safetensors.h"
+
+#include <cJSON.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings] "
+	"[--report FILE] [--dry-run]";
+
+static const char help[] =
+	"Writes a quantized container (.q8, .q4) from a safetensors model.\n"
+	"\n"
+	"  MODEL              a model directory (config.json, model.safetensors,\n"
+	"                     generation_config.json, tokenizer.json), or its\n"
+	"                     .safetensors file with those beside it\n"
+	"  -o, --output OUT   the container to write (atomically: a temporary\n"
+	"                     file beside OUT, renamed when complete)\n"
+	"  -l, --level L      int8: one scale per output row, max|row|/127;\n"
+	"                     int4: one scale per group along the input, searched\n"
+	"                     to minimise the squared error, codes in [-8, 7]\n"
+	"  -g, --group-size N int4 group size, a multiple of 32 (default 32)\n"
+	"  -e, --embeddings   also quantize the embedding matrix (the LM head\n"
+	"                     when tied)\n"
+	"  -r, --report FILE  one JSON line per tensor: name, shape, type,\n"
+	"                     relative weight error, bytes before and after\n"
+	"  -n, --dry-run      quantize and report, write no container\n"
+	"  -h, --help         this text\n"
+	"\n"
+	"Progress goes to stderr. Exit status: 0 done, 1 failure, 2 usage.\n";
+
+/* The temporary file a signal must remove (async-signal-safe: unlink), a
+ * copy of its path so that freeing the writer never leaves it dangling. */
+static char tmp_path[4200];
+static volatile sig_atomic_t tmp_live;
+
+static void on_signal(int sig)
+{
+	if (tmp_live)
+		unlink(tmp_path);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The files of a model given as a directory or as its .safetensors. */
+struct model_files {
+	char st[4200], config[4200], gen[4200], tok[4200];
+};
+
+static void model_files(struct model_files *m, const char *path)
+{
+	struct stat st;
+	char dir[4096];
+	if (strlen(path) >= sizeof dir)
+		die("%.64s...: path too long", path);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(dir, sizeof dir, "%.4000s", path);
+		snprintf(m->st, sizeof m->st, "%s/model.safetensors", path);
+	} else {
+		const char *slash = strrchr(path, '/');
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
+			 slash ? path : ".");
+		snprintf(m->st, sizeof m->st, "%s", path);
+	}
+	snprintf(m->config, sizeof m->config, "%s/config.json", dir);
+	snprintf(m->gen, sizeof m->gen, "%s/generation_config.json", dir);
+	snprintf(m->tok, sizeof m->tok, "%s/tokenizer.json", dir);
+}
+
+/* Maps an optional file: absent is empty, any other failure dies. */
+static void map_optional(struct mapfile *m, const char *path)
+{
+	struct err e;
+	if (access(path, F_OK) != 0) {
+		m->data = NULL;
+		m->size = 0;
+		return;
+	}
+	if (mapfile_open(m, path, &e) < 0)
+		die_err(&e);
+}
+
+static enum wtype stored_type(const struct st_tensor *t)
+{
+	return t->dtype == ST_BF16 ? WT_BF16 : WT_F32;
+}
+
+static void report_line(FILE *f, const struct st_tensor *t, const char *type,
+			double rel, uint64_t bytes)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "name", t->name);
+	cJSON *shape = cJSON_AddArrayToObject(j, "shape");
+	for (int d = 0; d < t->ndim; d++)
+		cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
+	cJSON_AddStringToObject(j, "type", type);
+	cJSON_AddNumberToObject(j, "rel_error", rel);
+	cJSON_AddNumberToObject(j, "bytes_before", (double)(t->end - t->begin));
+	cJSON_AddNumberToObject(j, "bytes_after", (double)bytes);
+	char *s = cJSON_PrintUnformatted(j);
+	if (!s)
+		die("out of memory");
+	fprintf(f, "%s\n", s);
+	free(s);
+	cJSON_Delete(j);
+}
+
+static void progress(int i, int n, const char *name, bool tty)
+{
+	if (tty) {
+		int w = 30, done = (i * w) / n;
+		fprintf(stderr, "\rquantize: [%.*s%*s] %d/%d %-50.50s", done,
+			"##############################", w - done, "", i, n, name);
+		if (i == n)
+			fputc('\n', stderr);
+	} else if (i < n) {
+		fprintf(stderr, "quantize: %d/%d %s\n", i + 1, n, name);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *out = NULL;         /* -o: the container */
+	int level = 0;                  /* --level: 8 or 4, required */
+	long group = Q4_DEFAULT_GROUP;  /* --group-size, int4 only */
+	bool group_set = false;
+	bool embeddings = false;        /* --embeddings */
+	const char *report = NULL;      /* --report FILE */
+	bool dry = false;               /* --dry-run */
+
+	cli_init("quantize", usage);
+	static const struct option opts[] = {
+		{ "output", required_argument, 0, 'o' },
+		{ "level", required_argument, 0, 'l' },
+		{ "group-size", required_argument, 0, 'g' },
+		{ "embeddings", no_argument, 0, 'e' },
+		{ "report", required_argument, 0, 'r' },
+		{ "dry-run", no_argument, 0, 'n' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, ":o:l:g:er:nh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'l':
+			if (!strcmp(optarg, "int8"))
+				level = 8;
+			else if (!strcmp(optarg, "int4"))
+				level = 4;
+			else
+				die_usage("--level: '%s' is not int8 or int4", optarg);
+			break;
+		case 'g':
+			group = flag_long("--group-size", optarg, Q4_BLOCK, 1 << 20);
+			group_set = true;
+			break;
+		case 'e': embeddings = true; break;
+		case 'r': report = optarg; break;
+		case 'n': dry = true; break;
+		case 'h': fputs(help, stdout); fputs("usage: ", stdout); puts(usage); cli_exit(0);
+		case ':': die_usage("%s: missing value", argv[optind - 1]);
+		default: die_usage("%s: unknown option", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		die_usage(optind == argc ? "missing MODEL" : "more than one MODEL");
+	if (!level)
+		die_usage("--level is required (int8 or int4)");
+	if (!out && !dry)
+		die_usage("-o OUT is required (or --dry-run)");
+	if (group_set && level != 4)
+		die_usage("--group-size: only with --level int4");
+	if (group % Q4_BLOCK != 0)
+		die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
+
+	struct err e;
+	struct model_files mf;
+	model_files(&mf, argv[optind]);
+	struct st_file st;
+	struct model_config cfg;
+	if (config_load(&cfg, mf.config, &e) < 0 || st_open(&st, mf.st, &e) < 0)
+		die_err(&e);
+	struct mapfile gen, tok;
+	map_optional(&gen, mf.gen);
+	map_optional(&tok, mf.tok);
+	struct gen_config gc;
+	gen_config_default(&gc, &cfg);
+	if (gen.size && gen_config_parse(&gc, (const char *)gen.data, gen.size, mf.gen, &e) < 0)
+		die_err(&e);
+
+	/* The file against its config, and every tensor planned, before any
+	 * byte is written. */
+	struct manifest want, have;
+	struct mdiff *diff;
+	int nd;
+	manifest_init(&want);
+	manifest_init(&have);
+	if (manifest_build(&want, &cfg, &e) < 0 || manifest_from_st(&have, &st, &e) < 0 ||
+	    manifest_diff(&want, &have, &diff, &nd, &e) < 0)
+		die_err(&e);
+	if (nd > 0) {
+		const struct mtensor *m = diff[0].have ? diff[0].have : diff[0].want;
+		char q[256];
+		die("%s: tensor %s does not match %s (st-inspect lists the differences)",
+		    mf.st, json_quote(q, sizeof q, m->name), mf.config);
+	}
+	int n = st.ntensors;
+	struct qw_tensor *plan = calloc((size_t)n, sizeof *plan);
+	if (!plan)
+		die("out of memory");
+	for (int i = 0; i < n; i++) {
+		const struct st_tensor *t = &st.tensors[i];
+		if (t->dtype != ST_BF16 && t->dtype != ST_F32)
+			die("%s: tensor '%s': dtype %s (quantize reads BF16 and F32)",
+			    mf.st, t->name, st_dtype_name(t->dtype));
+		plan[i] = (struct qw_tensor){ .name = t->name, .ndim = t->ndim,
+			.shape = { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 } };
+		plan[i].type = stored_type(t);
+		if (qfile_quantizes(t->name, t->ndim, embeddings)) {
+			plan[i].type = level == 8 ? WT_Q8 : WT_Q4;
+			if (level == 4 && q4_check_shape((int)t->shape[1], (int)group, &e) < 0)
+				die_usage("--group-size: %s of tensor '%s'", e.msg, t->name);
+		}
+	}
+
+	FILE *rep = NULL;
+	if (report && !(rep = fopen(report, "w")))
+		die("%s: %m", report);
+	struct qwriter w;
+	struct qw_header h = {
+		.level = level, .group_size = level == 4 ? (int)group : 0,
+		.embeddings = embeddings,
+	};
+	struct mapfile cfgmap;
+	if (mapfile_open(&cfgmap, mf.config, &e) < 0)
+		die_err(&e);
+	static const char empty_json[] = "{}";
+	h.config_json = (const char *)cfgmap.data;
+	h.config_len = cfgmap.size;
+	h.gen_json = gen.size ? (const char *)gen.data : empty_json;
+	h.gen_len = gen.size ? gen.size : 2;
+	h.tokenizer_json = (const char *)tok.data;
+	h.tokenizer_len = tok.size;
+	if (!dry) {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		signal(SIGHUP, on_signal);
+		signal(SIGXFSZ, SIG_IGN);  /* a size limit is a write error, handled */
+		if (qw_begin(&w, out, &h, plan, n, &e) < 0)
+			die_err(&e);
+		snprintf(tmp_path, sizeof tmp_path, "%s", qw_tmp_path(&w));
+		tmp_live = 1;
+	}
+
+	bool tty = isatty(STDERR_FILENO);
+	uint64_t before = 0, after = 0;
+	for (int i = 0; i < n; i++) {
+		const struct st_tensor *t = &st.tensors[i];
+		progress(i, n, t->name, tty);
+		uint64_t dl = qf_data_len(plan[i].type, plan[i].ndim, plan[i].shape);
+		uint64_t sl = qf_scales_len(plan[i].type, plan[i].shape, h.group_size);
+		const void *data = t->data;
+		void *qdata = NULL;
+		float *scales = NULL;
+		double rel = 0;
+		if (plan[i].type == WT_Q8 || plan[i].type == WT_Q4) {
+			struct wmat src = { .type = stored_type(t), .rows = (int)t->shape[0],
+					    .cols = (int)t->shape[1], .data = t->data };
+			qdata = malloc(dl);
+			scales = malloc(sl);
+			if (!qdata || !scales)
+				die("out of memory");
+			quant_matrix(&src, plan[i].type, h.group_size, 0, qdata, scales);
+			struct wmat q = { .type = plan[i].type, .rows = src.rows, .cols = src.cols,
+					  .data = qdata, .scales = scales, .group_size = h.group_size };
+			rel = quant_rel_error(&src, &q);
+			data = qdata;
+		}
+		if (!dry && qw_write_tensor(&w, data, scales, &e) < 0) {
+			tmp_live = 0;
+			qw_abort(&w);
+			die_err(&e);
+		}
+		before += t->end - t->begin;
+		after += dl + sl;
+		if (rep)
+			report_line(rep, t, qfile_type_name(plan[i].type), rel, dl + sl);
+		free(qdata);
+		free(scales);
+	}
+	progress(n, n, "", tty);
+	if (rep && (fflush(rep) != 0 || ferror(rep) || fclose(rep) != 0)) {
+		if (!dry) {
+			tmp_live = 0;
+			qw_abort(&w);
+		}
+		die("%s: write error", report);
+	}
+	if (!dry) {
+		int rc = qw_commit(&w, &e);
+		tmp_live = 0;
+		if (rc < 0)
+			die_err(&e);
+	}
+	fprintf(stderr, "quantize: %s%s: %" PRIu64 " bytes of tensors, %.1f%% of %" PRIu64 " (int%d%s)\n",
+		dry ? "dry run, not written: " : "", dry ? argv[optind] : out, after,
+		100.0 * (double)after / (double)before, before, level,
+		embeddings ? ", embeddings too" : "");
+	free(plan);
+	free(diff);
+	manifest_free(&want);
+	manifest_free(&have);
+	mapfile_close(&cfgmap);
+	mapfile_close(&gen);
+	mapfile_close(&tok);
+	st_close(&st);
+	cli_exit(0);
+}

@@ -1,0 +1,392 @@
+/* sample: a logits stream in, token ids out, one per line.
+ *
+ *   tok encode < prompt | forward MODEL | sample [options] | tok decode
+ *
+ * Reads the binary logits stream (lib/stream.h) on stdin. For each frame it
+ * draws the next token (lib/sampler.h: transformers' repetition penalty,
+ * temperature, top-k, top-p, min-p), writes it to stdout (flushed, so the
+ * text streams) and, when the stream header names a feedback FIFO, to
+ * forward through it, which answers with the next frame. The defaults are
+ * the model's generation_config.json, carried in the stream header; every
+ * flag overrides one.
+ *
+ * It stops at an end-of-sequence id (not written unless --emit-eos), after
+ * -n tokens, when stdout is closed (exit 141, quietly) or at the end of the
+ * stream (forward stopped: context full, killed); it then closes the FIFO,
+ * which ends forward.
+ *
+ * Exit status: 0 stopped normally; 1 bad stream, I/O error; 2 usage;
+ * 141 the reader of stdout went away.
+ */
+#include "cli.h"
+#include "feedback.h"
+#include "rng.h"
+#include "sampler.h"
+#include "stream.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min-p P] "
+	"[--repeat-penalty R] [--seed S] [-n N] [--ignore-eos] [--emit-eos] "
+	"[--logprobs K --logprobs-file FILE] [-v] < logits";
+
+static const char help[] =
+	"Draws the next token for each frame of a logits stream (from forward) and\n"
+	"writes its id to stdout, one per line, and back to forward through the\n"
+	"feedback FIFO named in the stream header. Defaults come from the model's\n"
+	"generation_config.json, carried in the stream header.\n"
+	"\n"
+	"  -g, --greedy            the most probable token (lowest id on ties);\n"
+	"                          same as --temperature 0\n"
+	"  -t, --temperature T     divide the logits by T (0 = greedy)\n"
+	"  -k, --top-k K           keep the K most probable tokens and every token\n"
+	"                          tied with the K-th (0 = off)\n"
+	"  -p, --top-p P           keep the most probable tokens whose probability\n"
+	"                          adds up to P (1 = off)\n"
+	"  -m, --min-p P           drop tokens less probable than P times the most\n"
+	"                          probable one (0 = off)\n"
+	"  -r, --repeat-penalty R  divide the positive logits (multiply the\n"
+	"                          negative ones) of every token already in the\n"
+	"                          context, prompt included, by R (1 = off); also\n"
+	"                          applies to --greedy, as in transformers\n"
+	"  -s, --seed S            seed of the random generator (xoshiro256**);\n"
+	"                          default: drawn from the system, shown with -v\n"
+	"  -n, --max-tokens N      stop after N new tokens (default: no limit)\n"
+	"      --ignore-eos        do not stop at an end-of-sequence token\n"
+	"      --emit-eos          write the end-of-sequence token before stopping\n"
+	"      --logprobs K        with --logprobs-file: for each token, its\n"
+	"                          log-probability under the model (softmax of the\n"
+	"                          raw logits) and the K most probable tokens'\n"
+	"      --logprobs-file F   where those JSON lines go (stdout stays ids)\n"
+	"  -v, --verbose           parameters, seed, stop reason, tokens, time to\n"
+	"                          first token and tokens/s on stderr\n"
+	"  -h, --help              this text\n"
+	"\n"
+	"The order is transformers': repetition penalty, temperature, top-k,\n"
+	"top-p, min-p, then one draw from what is left.\n";
+
+/* Flags; NAN or -1 means "the stream header's value". */
+static double opt_temperature = NAN;  /* --temperature */
+static long opt_top_k = -1;           /* --top-k */
+static double opt_top_p = NAN;        /* --top-p */
+static double opt_min_p = NAN;        /* --min-p */
+static double opt_penalty = NAN;      /* --repeat-penalty */
+static long opt_seed = -1;            /* --seed; -1: from the system */
+static long max_tokens = -1;          /* -n; -1: no limit */
+static int ignore_eos, emit_eos, verbose;
+static long logprobs_k = -1;          /* --logprobs */
+static const char *logprobs_path;     /* --logprobs-file */
+
+static const char *in_name = "<stdin>";
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+enum { OPT_IGNORE_EOS = 256, OPT_EMIT_EOS, OPT_LOGPROBS, OPT_LOGPROBS_FILE };
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "greedy", no_argument, NULL, 'g' },
+		{ "temperature", required_argument, NULL, 't' },
+		{ "top-k", required_argument, NULL, 'k' },
+		{ "top-p", required_argument, NULL, 'p' },
+		{ "min-p", required_argument, NULL, 'm' },
+		{ "repeat-penalty", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "max-tokens", required_argument, NULL, 'n' },
+		{ "ignore-eos", no_argument, NULL, OPT_IGNORE_EOS },
+		{ "emit-eos", no_argument, NULL, OPT_EMIT_EOS },
+		{ "logprobs", required_argument, NULL, OPT_LOGPROBS },
+		{ "logprobs-file", required_argument, NULL, OPT_LOGPROBS_FILE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, ":gt:k:p:m:r:s:n:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'g': opt_temperature = 0; break;
+		case 't': opt_temperature = flag_double("--temperature", optarg, 0, 100); break;
+		case 'k': opt_top_k = flag_long("--top-k", optarg, 0, INT32_MAX); break;
+		case 'p': opt_top_p = flag_double("--top-p", optarg, 0, 1); break;
+		case 'm': opt_min_p = flag_double("--min-p", optarg, 0, 1); break;
+		case 'r': opt_penalty = flag_double("--repeat-penalty", optarg, 0.001, 1000); break;
+		case 's': opt_seed = flag_long("--seed", optarg, 0, LONG_MAX); break;
+		case 'n': max_tokens = flag_long("--max-tokens", optarg, 0, LONG_MAX); break;
+		case OPT_IGNORE_EOS: ignore_eos = 1; break;
+		case OPT_EMIT_EOS: emit_eos = 1; break;
+		case OPT_LOGPROBS: logprobs_k = flag_long("--logprobs", optarg, 0, 100); break;
+		case OPT_LOGPROBS_FILE: logprobs_path = optarg; break;
+		case 'v': verbose = 1; break;
+		case 'h': fputs("usage: ", stdout); puts(usage); fputs("\n", stdout);
+			  fputs(help, stdout); cli_exit(EXIT_OK);
+		case ':': die_usage("%s: missing value", argv[optind - 1]);
+		default:
+			if (optopt)
+				die_usage("unknown option '-%c'", optopt);
+			die_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	if ((logprobs_k >= 0) != (logprobs_path != NULL))
+		die_usage("--logprobs and --logprobs-file go together");
+}
+
+/* The sampling parameters: the header's, overridden by the flags. */
+static struct sampler_params params(const struct stream_header *h)
+{
+	struct sampler_params p = {
+		.temperature = sampler_f32_decimal(h->temperature),
+		.top_k = h->top_k,
+		.top_p = sampler_f32_decimal(h->top_p),
+		.min_p = sampler_f32_decimal(h->min_p),
+		.repetition_penalty = sampler_f32_decimal(h->repetition_penalty),
+	};
+	struct err e;
+	if (sampler_params_check(&p, &e) < 0)
+		die("%s: logits stream header: %s", in_name, e.msg);
+	if (!isnan(opt_temperature))
+		p.temperature = opt_temperature;
+	if (opt_top_k >= 0)
+		p.top_k = (int)opt_top_k;
+	if (!isnan(opt_top_p))
+		p.top_p = opt_top_p;
+	if (!isnan(opt_min_p))
+		p.min_p = opt_min_p;
+	if (!isnan(opt_penalty))
+		p.repetition_penalty = opt_penalty;
+	return p;
+}
+
+/* ---- --logprobs-file: written to a temporary file beside it and renamed
+ * into place at the end, so an interrupted run leaves no partial file
+ * (unless it names something that is not a regular file: /dev/stderr). */
+
+static FILE *lp;
+static char lp_tmp[PATH_MAX];
+
+static void lp_on_signal(int sig)
+{
+	unlink(lp_tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void lp_open(void)
+{
+	struct stat st;
+	if (stat(logprobs_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		lp = fopen(logprobs_path, "w");
+		if (!lp)
+			die("%s: %s", logprobs_path, strerror(errno));
+		return;
+	}
+	if (snprintf(lp_tmp, sizeof lp_tmp, "%s.XXXXXX", logprobs_path) >=
+	    (int)sizeof lp_tmp)
+		die("%s: path too long", logprobs_path);
+	int fd = mkstemp(lp_tmp);
+	if (fd < 0)
+		die("%s: %s", logprobs_path, strerror(errno));
+	struct sigaction sa = { .sa_handler = lp_on_signal };
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
+	lp = fdopen(fd, "w");
+	if (!lp)
+		die("%s: %s", logprobs_path, strerror(errno));
+}
+
+static void lp_close(void)
+{
+	if (!lp)
+		return;
+	if (fflush(lp) != 0 || ferror(lp) || fclose(lp) != 0) {
+		int saved = errno;
+		if (lp_tmp[0])
+			unlink(lp_tmp);
+		die("%s: write error: %s", logprobs_path, strerror(saved));
+	}
+	lp = NULL;
+	if (lp_tmp[0] && rename(lp_tmp, logprobs_path) < 0) {
+		int saved = errno;
+		unlink(lp_tmp);
+		die("%s: %s", logprobs_path, strerror(saved));
+	}
+	lp_tmp[0] = 0;
+}
+
+static void lp_fail(void)
+{
+	if (lp_tmp[0])
+		unlink(lp_tmp);
+}
+
+/* One JSON line: the chosen token and the K most probable, with their
+ * log-probabilities under the model. */
+static void lp_write(struct sampler *s, const struct stream_frame *fr, int id,
+		     int k, struct sampler_cand *top)
+{
+	double lse = sampler_logsumexp(s, fr->logits);
+	fprintf(lp, "{\"pos\": %d, \"id\": %d, \"logprob\": %.9g, \"top\": [",
+		fr->pos + 1, id, fr->logits[id] - lse);
+	sampler_top(s, fr->logits, k, top);
+	for (int i = 0; i < k; i++)
+		fprintf(lp, "%s{\"id\": %d, \"logprob\": %.9g}", i ? ", " : "",
+			top[i].id, top[i].x - lse);
+	fputs("]}\n", lp);
+}
+
+/* ---- the loop ---- */
+
+static int is_eos(const struct stream_header *h, int id)
+{
+	for (uint32_t i = 0; i < h->n_eos; i++)
+		if (h->eos_ids[i] == id)
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	double t_start = now();
+	cli_init("sample", usage);
+	parse_args(argc, argv);
+	if (isatty(STDIN_FILENO))
+		die_usage("%s is a terminal: expected a logits stream (forward MODEL | sample)",
+			  in_name);
+
+	struct err e;
+	struct stream_header h;
+	if (stream_read_header(stdin, &h, in_name, &e) < 0)
+		die("%s", e.msg);
+	struct sampler_params p = params(&h);
+
+	uint64_t seed = (uint64_t)opt_seed;
+	if (opt_seed < 0) {
+		if (rng_system_seed(&seed, &e) < 0)
+			die("%s", e.msg);
+		seed >>= 1; /* so that --seed can repeat it */
+	}
+	struct rng rng;
+	rng_seed(&rng, seed);
+	if (verbose)
+		fprintf(stderr, "sample: seed %llu, temperature %g, top-k %d, top-p %g, "
+			"min-p %g, repeat-penalty %g\n", (unsigned long long)seed,
+			p.temperature, p.top_k, p.top_p, p.min_p, p.repetition_penalty);
+
+	struct sampler *s = sampler_new((int)h.n_vocab, &e);
+	if (!s)
+		die("%s", e.msg);
+	int k = logprobs_k > (long)h.n_vocab ? (int)h.n_vocab : (int)logprobs_k;
+	struct sampler_cand *top = NULL;
+	if (logprobs_path) {
+		top = malloc(sizeof *top * (size_t)(k > 0 ? k : 1));
+		if (!top)
+			die("out of memory");
+		lp_open();
+	}
+
+	/* Writes to a reader that went away must fail with EPIPE, not kill. */
+	signal(SIGPIPE, SIG_IGN);
+	int fifo = -1;
+	if (h.flags & STREAM_FLAG_FEEDBACK) {
+		fifo = feedback_open_writer(h.fifo_path, &e);
+		if (fifo < 0) {
+			lp_fail();
+			die("%s", e.msg);
+		}
+	}
+
+	struct stream_frame fr = { 0 };
+	const char *why = "end of stream";
+	int stdout_gone = 0;
+	long n = 0;
+	double t_first = 0, t_last = 0;
+	while (max_tokens < 0 || n < max_tokens) {
+		int r = stream_read_frame(stdin, &h, &fr, in_name, &e);
+		if (r <= 0) {
+			if (r < 0) {
+				lp_fail();
+				die("%s", e.msg);
+			}
+			break;
+		}
+		int32_t id = -1;
+		if (sampler_add_context(s, fr.fed, fr.n_fed, &e) == 0)
+			id = sampler_next(s, fr.logits, &p, &rng, &e);
+		if (id < 0) {
+			lp_fail();
+			die("%s: frame at position %d: %s", in_name, fr.pos, e.msg);
+		}
+		int eos = !ignore_eos && is_eos(&h, id);
+		if (!eos || emit_eos) {
+			if (printf("%d\n", id) < 0 || fflush(stdout) != 0) {
+				if (errno != EPIPE) {
+					lp_fail();
+					die("write error: %s", strerror(errno));
+				}
+				why = "stdout closed";
+				stdout_gone = 1;
+				break;
+			}
+			n++;
+			t_last = now();
+			if (n == 1)
+				t_first = t_last;
+			if (lp)
+				lp_write(s, &fr, id, k, top);
+		}
+		if (eos) {
+			why = "end of sequence";
+			break;
+		}
+		if (n == max_tokens) {
+			why = "max tokens";
+			break;
+		}
+		if (fifo >= 0 && feedback_send(fifo, id, &e) < 0) {
+			/* forward is gone: what it wrote is still to be read. */
+			close(fifo);
+			fifo = -1;
+		}
+	}
+	if (max_tokens == 0)
+		why = "max tokens";
+	/* Closing the FIFO is what ends forward. */
+	if (fifo >= 0)
+		close(fifo);
+	lp_close();
+	if (verbose) {
+		fprintf(stderr, "sample: stop: %s; %ld token%s", why, n, n == 1 ? "" : "s");
+		if (n > 0)
+			fprintf(stderr, ", first after %.3f s", t_first - t_start);
+		if (n > 1)
+			fprintf(stderr, ", %.2f tokens/s after it",
+				(double)(n - 1) / (t_last - t_first));
+		fputc('\n', stderr);
+	}
+	stream_frame_free(&fr);
+	sampler_free(s);
+	free(top);
+	if (stdout_gone)
+		_exit(EXIT_PIPE);
+	cli_exit(EXIT_OK);
+}

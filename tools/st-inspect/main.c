@@ -1,0 +1,592 @@
+/* st-inspect: what is in a model file, and whether it is what its config
+ * says it should be.
+ *
+ *   st-inspect [options] FILE|MODEL_DIR     summary, diffed against config.json
+ *                                           (a container's own, embedded)
+ *   st-inspect --tensor NAME FILE           one tensor's shape and statistics
+ *   st-inspect --check FILE                 every tensor scanned for NaN/Inf
+ *   st-inspect --manifest CONFIG|MODEL_DIR  the tensors a config implies
+ *
+ * Only --tensor and --check read tensor data; everything else reads the
+ * header through the mapping. Exit status: 0 fine, 1 bad input (or --check
+ * found NaN/Inf), 2 usage, 3 the file does not match its config.
+ */
+#include "cli.h"
+#include "config.h"
+#include "manifest.h"
+#include "source.h"
+
+#include <cJSON.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage[] =
+	"st-inspect [--json] [--list] [--config CONFIG] [--tensor NAME | --check] "
+	"FILE|MODEL_DIR, or st-inspect [--json] --manifest CONFIG|MODEL_DIR";
+
+static const char help[] =
+	"Inspects a .safetensors model file without reading its tensor data.\n"
+	"\n"
+	"  FILE|MODEL_DIR       a .safetensors file, or a directory holding\n"
+	"                       model.safetensors (and config.json), or a\n"
+	"                       quantized container (.q8, .q4; its config is\n"
+	"                       embedded)\n"
+	"  -c, --config CONFIG  diff the file against this config.json (default:\n"
+	"                       the config.json beside the file, when there is one)\n"
+	"  -l, --list           also list every tensor: name, dtype, shape, offset\n"
+	"  -t, --tensor NAME    print one tensor's shape, dtype, offset and\n"
+	"                       statistics (min, max, mean, mean |x|, NaN, Inf)\n"
+	"  -k, --check          scan every tensor for NaN and Inf values\n"
+	"  -m, --manifest CONFIG  print the tensors CONFIG implies; no weights\n"
+	"  -j, --json           the same as one JSON object on stdout\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"Exit status: 0 fine; 1 bad input, or --check found NaN/Inf; 2 usage;\n"
+	"3 the file does not match its config (the differences are listed).\n";
+
+static bool json_out;  /* --json: one JSON object instead of text */
+
+/* ---- small formatting helpers ---- */
+
+/* v with thousands separators ("494,032,768"), in buf. */
+static const char *commas(uint64_t v, char buf[32])
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v), o = 0;
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* "[151936, 896]", in buf. */
+static const char *shape_str(const struct mtensor *t, char buf[256])
+{
+	int o = snprintf(buf, 256, "[");
+	for (int d = 0; d < t->ndim; d++)
+		o += snprintf(buf + o, (size_t)(256 - o), "%s%" PRId64, d ? ", " : "",
+			      t->shape[d]);
+	snprintf(buf + o, (size_t)(256 - o), "]");
+	return buf;
+}
+
+static cJSON *shape_json(const struct mtensor *t)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int d = 0; d < t->ndim; d++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)t->shape[d]));
+	return a;
+}
+
+/* Prints j on stdout and frees it. */
+static void emit_json(cJSON *j)
+{
+	char *s = cJSON_Print(j);
+	if (!s)
+		die("out of memory");
+	puts(s);
+	free(s);
+	cJSON_Delete(j);
+}
+
+/* ---- totals and breakdown, shared by files and manifests ---- */
+
+/* Parameters and tensors per role. */
+static void tally(const struct manifest *m, uint64_t par[MROLE_N], int cnt[MROLE_N])
+{
+	memset(par, 0, MROLE_N * sizeof *par);
+	memset(cnt, 0, MROLE_N * sizeof *cnt);
+	for (int i = 0; i < m->n; i++) {
+		enum mrole r = mrole_of(m->t[i].name);
+		par[r] += mtensor_params(&m->t[i]);
+		cnt[r]++;
+	}
+}
+
+/* Totals, then dtypes (a line of text, or NULL), then the roles. */
+static void breakdown_text(const struct manifest *m, const char *dtypes)
+{
+	uint64_t par[MROLE_N], total = manifest_params(m);
+	int cnt[MROLE_N];
+	tally(m, par, cnt);
+	char b[32];
+	printf("%-13s %d\n", "tensors", m->n);
+	printf("%-13s %s\n", "parameters", commas(total, b));
+	if (dtypes)
+		printf("%-13s %s\n", "dtypes", dtypes);
+	for (int r = 0; r < MROLE_N; r++) {
+		if (r == MROLE_OTHER && !cnt[r])
+			continue;
+		printf("  %-11s %14s  %6.2f%%  %d tensor%s\n", mrole_name(r),
+		       commas(par[r], b), total ? 100.0 * (double)par[r] / (double)total : 0,
+		       cnt[r], cnt[r] == 1 ? "" : "s");
+	}
+}
+
+static void breakdown_json(cJSON *o, const struct manifest *m)
+{
+	uint64_t par[MROLE_N], total = manifest_params(m);
+	int cnt[MROLE_N];
+	tally(m, par, cnt);
+	cJSON_AddNumberToObject(o, "tensor_count", m->n);
+	cJSON_AddNumberToObject(o, "parameter_count", (double)total);
+	cJSON *b = cJSON_AddObjectToObject(o, "breakdown");
+	for (int r = 0; r < MROLE_N; r++) {
+		cJSON *x = cJSON_AddObjectToObject(b, mrole_name(r));
+		cJSON_AddNumberToObject(x, "parameters", (double)par[r]);
+		cJSON_AddNumberToObject(x, "tensors", cnt[r]);
+		cJSON_AddNumberToObject(x, "share", total ? (double)par[r] / (double)total : 0);
+	}
+}
+
+/* ---- where things are ---- */
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0;
+}
+
+/* dir + "/" + name (no doubled slash), malloc'd. */
+static char *join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+	char *p = malloc(n + strlen(name) + 2);
+	if (!p)
+		die("out of memory");
+	sprintf(p, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+	return p;
+}
+
+/* The config.json in file's directory, when there is one, or NULL.
+ * malloc'd. */
+static char *config_beside(const char *file)
+{
+	const char *slash = strrchr(file, '/');
+	size_t n = slash ? (size_t)(slash - file + 1) : 0;
+	char *c = malloc(n + sizeof "config.json");
+	if (!c)
+		die("out of memory");
+	memcpy(c, file, n);
+	strcpy(c + n, "config.json");
+	if (!exists(c)) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* ---- the modes ---- */
+
+static int cmd_manifest(const char *arg)
+{
+	char *path = is_dir(arg) ? join(arg, "config.json") : strdup(arg);
+	if (!path)
+		die("out of memory");
+	struct model_config c;
+	struct manifest m;
+	struct err e;
+	manifest_init(&m);
+	if (config_load(&c, path, &e) < 0 || manifest_build(&m, &c, &e) < 0)
+		die_err(&e);
+	char sb[256];
+	if (json_out) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "config", path);
+		breakdown_json(o, &m);
+		cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+		for (int i = 0; i < m.n; i++) {
+			cJSON *t = cJSON_CreateObject();
+			cJSON_AddStringToObject(t, "name", m.t[i].name);
+			cJSON_AddItemToObject(t, "shape", shape_json(&m.t[i]));
+			cJSON_AddNumberToObject(t, "parameters", (double)mtensor_params(&m.t[i]));
+			cJSON_AddItemToArray(ts, t);
+		}
+		emit_json(o);
+	} else {
+		printf("%-13s %s\n", "config", path);
+		breakdown_text(&m, NULL);
+		int w = 0;
+		for (int i = 0; i < m.n; i++)
+			if ((int)strlen(m.t[i].name) > w)
+				w = (int)strlen(m.t[i].name);
+		printf("\n");
+		for (int i = 0; i < m.n; i++)
+			printf("%-*s  %s\n", w, m.t[i].name, shape_str(&m.t[i], sb));
+	}
+	manifest_free(&m);
+	free(path);
+	return EXIT_OK;
+}
+
+static void tensor_list_text(const struct source *s)
+{
+	int w = 0;
+	char sb[256], b[32];
+	for (int i = 0; i < s->n; i++)
+		if ((int)strlen(s->t[i].name) > w)
+			w = (int)strlen(s->t[i].name);
+	printf("\n");
+	for (int i = 0; i < s->n; i++)
+		printf("%-*s  %-4s  %-16s  %s\n", w, s->t[i].name, s->t[i].dtype,
+		       shape_str(&s->tensors.t[i], sb), commas(s->t[i].offset, b));
+}
+
+static cJSON *tensor_json(const struct source *s, int i)
+{
+	cJSON *t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "name", s->t[i].name);
+	cJSON_AddStringToObject(t, "dtype", s->t[i].dtype);
+	cJSON_AddItemToObject(t, "shape", shape_json(&s->tensors.t[i]));
+	cJSON_AddNumberToObject(t, "offset", (double)s->t[i].offset);
+	cJSON_AddNumberToObject(t, "bytes", (double)s->t[i].bytes);
+	cJSON_AddNumberToObject(t, "parameters", (double)mtensor_params(&s->tensors.t[i]));
+	return t;
+}
+
+/* The distinct dtypes of s, in first-seen order, with tensor and parameter
+ * counts; returns how many. */
+static int dtype_counts(const struct source *s, const char **names, int *cnt,
+			uint64_t *par, int cap)
+{
+	int n = 0;
+	for (int i = 0; i < s->n; i++) {
+		int k = 0;
+		while (k < n && strcmp(names[k], s->t[i].dtype))
+			k++;
+		if (k == n) {
+			if (n == cap)
+				continue;
+			names[n] = s->t[i].dtype;
+			cnt[n] = 0;
+			par[n++] = 0;
+		}
+		cnt[k]++;
+		par[k] += mtensor_params(&s->tensors.t[i]);
+	}
+	return n;
+}
+
+/* The config comparison: diff and counts. */
+struct cmp {
+	const char *config;  /* NULL when there is none */
+	struct mdiff *d;
+	int n, missing, unexpected, shape;
+};
+
+static const char *diff_kind(enum mdiff_kind k)
+{
+	return k == MDIFF_MISSING ? "missing" : k == MDIFF_UNEXPECTED ? "unexpected" :
+	       "wrong shape";
+}
+
+static void summary_text(const struct source *s, const struct cmp *c, bool list)
+{
+	char b[32], sb[256], sb2[256];
+	printf("%-13s %s\n", "file", s->path);
+	printf("%-13s %s\n", "format", s->format);
+	printf("%-13s %s bytes\n", "file size", commas(s->file_size, b));
+	printf("%-13s %s bytes\n", "header size", commas(s->header_size, b));
+	printf("%-13s %s\n", "data offset", commas(s->data_offset, b));
+	const char *dn[ST_NDTYPES];
+	int dc[ST_NDTYPES];
+	uint64_t dp[ST_NDTYPES];
+	int nd = dtype_counts(s, dn, dc, dp, ST_NDTYPES);
+	char dl[ST_NDTYPES * 32] = "none";
+	for (int k = 0, o = 0; k < nd; k++)
+		o += snprintf(dl + o, sizeof dl - (size_t)o, "%s%s (%d tensor%s)",
+			      k ? ", " : "", dn[k], dc[k], dc[k] == 1 ? "" : "s");
+	breakdown_text(&s->tensors, dl);
+	for (int i = 0; i < s->nmeta; i++)
+		printf("%-13s %s = %s\n", i ? "" : "metadata", s->meta_keys[i], s->meta_vals[i]);
+	if (!c->config)
+		printf("%-13s none\n", "config");
+	else if (!c->n)
+		printf("%-13s %s: matches\n", "config", c->config);
+	else
+		printf("%-13s %s: %d missing, %d unexpected, %d wrong shape\n", "config",
+		       c->config, c->missing, c->unexpected, c->shape);
+	for (int i = 0; i < c->n; i++) {
+		const struct mdiff *d = &c->d[i];
+		if (d->kind == MDIFF_SHAPE)
+			printf("  %-11s %s %s, expected %s\n", diff_kind(d->kind), d->have->name,
+			       shape_str(d->have, sb), shape_str(d->want, sb2));
+		else {
+			const struct mtensor *t = d->want ? d->want : d->have;
+			printf("  %-11s %s %s\n", diff_kind(d->kind), t->name, shape_str(t, sb));
+		}
+	}
+	if (list)
+		tensor_list_text(s);
+}
+
+static void summary_json(const struct source *s, const struct cmp *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "file", s->path);
+	cJSON_AddStringToObject(o, "format", s->format);
+	cJSON_AddNumberToObject(o, "file_size", (double)s->file_size);
+	cJSON_AddNumberToObject(o, "header_size", (double)s->header_size);
+	cJSON_AddNumberToObject(o, "data_offset", (double)s->data_offset);
+	breakdown_json(o, &s->tensors);
+	const char *dn[ST_NDTYPES];
+	int dc[ST_NDTYPES];
+	uint64_t dp[ST_NDTYPES];
+	int nd = dtype_counts(s, dn, dc, dp, ST_NDTYPES);
+	cJSON *dts = cJSON_AddObjectToObject(o, "dtypes");
+	for (int k = 0; k < nd; k++) {
+		cJSON *x = cJSON_AddObjectToObject(dts, dn[k]);
+		cJSON_AddNumberToObject(x, "tensors", dc[k]);
+		cJSON_AddNumberToObject(x, "parameters", (double)dp[k]);
+	}
+	cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
+	for (int i = 0; i < s->nmeta; i++)
+		cJSON_AddStringToObject(meta, s->meta_keys[i], s->meta_vals[i]);
+	if (!c->config) {
+		cJSON_AddNullToObject(o, "config");
+	} else {
+		cJSON *x = cJSON_AddObjectToObject(o, "config");
+		cJSON_AddStringToObject(x, "path", c->config);
+		cJSON_AddBoolToObject(x, "match", c->n == 0);
+		const char *keys[3] = { "missing", "unexpected", "wrong_shape" };
+		cJSON *lists[3];
+		for (int k = 0; k < 3; k++)
+			lists[k] = cJSON_AddArrayToObject(x, keys[k]);
+		for (int i = 0; i < c->n; i++) {
+			const struct mdiff *d = &c->d[i];
+			const struct mtensor *t = d->have ? d->have : d->want;
+			cJSON *y = cJSON_CreateObject();
+			cJSON_AddStringToObject(y, "name", t->name);
+			cJSON_AddItemToObject(y, "shape", shape_json(t));
+			if (d->kind == MDIFF_SHAPE)
+				cJSON_AddItemToObject(y, "expected", shape_json(d->want));
+			cJSON_AddItemToArray(lists[d->kind == MDIFF_MISSING ? 0 :
+						   d->kind == MDIFF_UNEXPECTED ? 1 : 2], y);
+		}
+	}
+	cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+	for (int i = 0; i < s->n; i++)
+		cJSON_AddItemToArray(ts, tensor_json(s, i));
+	emit_json(o);
+}
+
+/* config: a config.json path, or NULL for the one embedded in the file (a
+ * container), or none. */
+static int cmd_summary(const struct source *s, const char *config, bool list)
+{
+	struct cmp c = { .config = config ? config : s->config ? "embedded" : NULL };
+	struct err e;
+	struct manifest want;
+	manifest_init(&want);
+	if (c.config) {
+		struct model_config mc;
+		if (config ? config_load(&mc, config, &e) < 0 : (mc = *s->config, 0))
+			die_err(&e);
+		if (manifest_build(&want, &mc, &e) < 0 ||
+		    manifest_diff(&want, &s->tensors, &c.d, &c.n, &e) < 0)
+			die_err(&e);
+		for (int i = 0; i < c.n; i++) {
+			c.missing += c.d[i].kind == MDIFF_MISSING;
+			c.unexpected += c.d[i].kind == MDIFF_UNEXPECTED;
+			c.shape += c.d[i].kind == MDIFF_SHAPE;
+		}
+	}
+	if (json_out)
+		summary_json(s, &c);
+	else
+		summary_text(s, &c, list);
+	int status = EXIT_OK;
+	if (c.n) {
+		fflush(stdout);
+		fprintf(stderr, "%s: %s: does not match %s: %d missing, %d unexpected, "
+			"%d wrong shape\n", cli_prog(), s->path, config, c.missing,
+			c.unexpected, c.shape);
+		status = EXIT_MISMATCH;
+	}
+	free(c.d);
+	manifest_free(&want);
+	return status;
+}
+
+/* A statistic for JSON: null when there were no finite values. */
+static cJSON *stat_json(const struct tstats *st, double v)
+{
+	return st->n_finite ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static int cmd_tensor(const struct source *s, const char *name)
+{
+	int i = source_find(s, name);
+	if (i < 0)
+		die("%s: no tensor named '%s'", s->path, name);
+	struct tstats st;
+	struct err e;
+	if (s->stats(s, i, &st, &e) < 0)
+		die_err(&e);
+	if (json_out) {
+		cJSON *o = tensor_json(s, i);
+		cJSON_AddItemToObject(o, "min", stat_json(&st, st.min));
+		cJSON_AddItemToObject(o, "max", stat_json(&st, st.max));
+		cJSON_AddItemToObject(o, "mean", stat_json(&st, st.mean));
+		cJSON_AddItemToObject(o, "mean_abs", stat_json(&st, st.mean_abs));
+		cJSON_AddNumberToObject(o, "nan", (double)st.n_nan);
+		cJSON_AddNumberToObject(o, "inf", (double)st.n_inf);
+		emit_json(o);
+		return EXIT_OK;
+	}
+	char b[32], sb[256];
+	printf("%-13s %s\n", "name", s->t[i].name);
+	printf("%-13s %s\n", "dtype", s->t[i].dtype);
+	printf("%-13s %s\n", "shape", shape_str(&s->tensors.t[i], sb));
+	printf("%-13s %s\n", "offset", commas(s->t[i].offset, b));
+	printf("%-13s %s\n", "bytes", commas(s->t[i].bytes, b));
+	printf("%-13s %s\n", "parameters", commas(st.n, b));
+	if (st.n_finite) {
+		printf("%-13s %.9g\n", "min", st.min);
+		printf("%-13s %.9g\n", "max", st.max);
+		printf("%-13s %.9g\n", "mean", st.mean);
+		printf("%-13s %.9g\n", "mean |x|", st.mean_abs);
+	}
+	printf("%-13s %" PRIu64 "\n", "nan", st.n_nan);
+	printf("%-13s %" PRIu64 "\n", "inf", st.n_inf);
+	return EXIT_OK;
+}
+
+static int cmd_check(const struct source *s)
+{
+	uint64_t values = 0, nan = 0, inf = 0;
+	int bad = 0;
+	cJSON *o = NULL, *list = NULL;
+	if (json_out) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "file", s->path);
+		list = cJSON_CreateArray();
+	}
+	for (int i = 0; i < s->n; i++) {
+		struct tstats st;
+		struct err e;
+		if (s->stats(s, i, &st, &e) < 0)
+			die_err(&e);
+		values += st.n;
+		nan += st.n_nan;
+		inf += st.n_inf;
+		if (!st.n_nan && !st.n_inf)
+			continue;
+		bad++;
+		if (json_out) {
+			cJSON *t = cJSON_CreateObject();
+			cJSON_AddStringToObject(t, "name", s->t[i].name);
+			cJSON_AddNumberToObject(t, "nan", (double)st.n_nan);
+			cJSON_AddNumberToObject(t, "inf", (double)st.n_inf);
+			cJSON_AddItemToArray(list, t);
+		} else {
+			printf("%s: %" PRIu64 " NaN, %" PRIu64 " Inf\n", s->t[i].name,
+			       st.n_nan, st.n_inf);
+		}
+	}
+	char b[32];
+	if (json_out) {
+		cJSON_AddNumberToObject(o, "tensors", s->n);
+		cJSON_AddNumberToObject(o, "values", (double)values);
+		cJSON_AddNumberToObject(o, "nan", (double)nan);
+		cJSON_AddNumberToObject(o, "inf", (double)inf);
+		cJSON_AddItemToObject(o, "bad_tensors", list);
+		emit_json(o);
+	} else {
+		printf("checked %d tensors, %s values: %" PRIu64 " NaN, %" PRIu64 " Inf\n",
+		       s->n, commas(values, b), nan, inf);
+	}
+	if (bad) {
+		fflush(stdout);
+		fprintf(stderr, "%s: %s: %d tensor%s with NaN or Inf values\n", cli_prog(),
+			s->path, bad, bad == 1 ? "" : "s");
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	cli_init("st-inspect", usage);
+
+	const char *config = NULL;    /* --config: NULL = the one beside the file */
+	const char *tensor = NULL;    /* --tensor NAME */
+	const char *manifest = NULL;  /* --manifest CONFIG */
+	bool check = false;           /* --check */
+	bool list = false;            /* --list */
+
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "tensor", required_argument, NULL, 't' },
+		{ "check", no_argument, NULL, 'k' },
+		{ "manifest", required_argument, NULL, 'm' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	opterr = 0;
+	int ch;
+	while ((ch = getopt_long(argc, argv, ":c:lt:km:jh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': config = optarg; break;
+		case 'l': list = true; break;
+		case 't': tensor = optarg; break;
+		case 'k': check = true; break;
+		case 'm': manifest = optarg; break;
+		case 'j': json_out = true; break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			cli_exit(EXIT_OK);
+		case ':':
+			die_usage("%s: needs a value", argv[optind - 1]);
+		default:
+			die_usage("%s: unknown option", argv[optind - 1]);
+		}
+	}
+	int modes = !!tensor + check + !!manifest;
+	if (modes > 1)
+		die_usage("--tensor, --check and --manifest are exclusive");
+	if ((config || list) && modes)
+		die_usage("--config and --list go with the summary only");
+
+	if (manifest) {
+		if (optind != argc)
+			die_usage("--manifest takes no FILE");
+		cli_exit(cmd_manifest(manifest));
+	}
+	if (argc - optind != 1)
+		die_usage(optind == argc ? "no FILE given" : "more than one FILE given");
+
+	const char *arg = argv[optind];
+	char *file = is_dir(arg) ? join(arg, "model.safetensors") : strdup(arg);
+	struct source s;
+	struct err e;
+	if (!file)
+		die("out of memory");
+	if (source_open(&s, file, &e) < 0)
+		die_err(&e);
+	/* A container carries its config; otherwise the one beside the file. */
+	char *cfg = config ? strdup(config) : s.config ? NULL : config_beside(file);
+	if (config && !cfg)
+		die("out of memory");
+	int status = tensor ? cmd_tensor(&s, tensor) : check ? cmd_check(&s) :
+		     cmd_summary(&s, cfg, list);
+	source_close(&s);
+	free(cfg);
+	free(file);
+	cli_exit(status);
+}
