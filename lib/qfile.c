@@ -127,9 +127,8 @@ static int region(const char *tn, const char *what, uint64_t off, uint64_t len,
 	return 0;
 }
 
-static int check_entry(struct qfile *f, int i, const unsigned char *buf,
-		       const unsigned char *p, uint64_t *prev_end, size_t size,
-		       const char *name, struct err *e)
+static int check_entry(struct qfile *f, int i, const unsigned char *p,
+		       uint64_t *prev_end, size_t size, const char *name, struct err *e)
 {
 	struct qtensor *t = &f->t[i];
 	if (memchr(p, 0, QF_NAME) == NULL)
@@ -177,7 +176,7 @@ static int check_entry(struct qfile *f, int i, const unsigned char *buf,
 			       name, tn, t->data_len, dl, type_names[t->type]);
 	if (region(tn, "data", t->data_off, t->data_len, prev_end, size, name, e) < 0)
 		return -1;
-	t->data = buf + t->data_off;
+	t->data = f->base + t->data_off;
 	t->scales = NULL;
 	if (!quantized) {
 		if (t->scales_off != 0)
@@ -188,7 +187,7 @@ static int check_entry(struct qfile *f, int i, const unsigned char *buf,
 	uint64_t sl = qf_scales_len(t->type, t->shape, f->group_size);
 	if (region(tn, "scales", t->scales_off, sl, prev_end, size, name, e) < 0)
 		return -1;
-	t->scales = (const float *)(const void *)(buf + t->scales_off);
+	t->scales = (const float *)(const void *)(f->base + t->scales_off);
 	for (uint64_t k = 0; k < sl / 4; k++)
 		if (!isfinite(t->scales[k]))
 			return err_set(e, "%s: tensor %s: scale %" PRIu64 " is not finite",
@@ -230,7 +229,9 @@ out:
 int qfile_parse(struct qfile *f, const unsigned char *buf, size_t size,
 		const char *name, struct err *e)
 {
-	memset(f, 0, sizeof *f);  /* f->map stays empty: buf is the caller's */
+	memset(f, 0, sizeof *f);
+	f->base = buf;
+	f->size = size;
 	if (size < QF_HEADER)
 		return err_set(e, "%s: truncated: %zu bytes, the header alone is %d",
 			       name, size, QF_HEADER);
@@ -298,8 +299,8 @@ int qfile_parse(struct qfile *f, const unsigned char *buf, size_t size,
 	f->ntensors = (int)n;
 	uint64_t prev_end = pos;
 	for (uint32_t i = 0; i < n; i++)
-		if (check_entry(f, (int)i, buf, buf + off + (uint64_t)i * QF_ENTRY,
-				&prev_end, size, name, e) < 0)
+		if (check_entry(f, (int)i, buf + off + (uint64_t)i * QF_ENTRY, &prev_end,
+				size, name, e) < 0)
 			goto fail;
 	if (check_manifest(f, name, e) < 0)
 		goto fail;
