@@ -28,6 +28,7 @@
 #include "pool.h"
 
 #include <cJSON.h>
+#include <cblas.h>
 #include <errno.h>
 #include <immintrin.h>
 #include <stdint.h>
@@ -246,7 +247,7 @@ struct result {
 	size_t bytes_per_token;
 };
 
-static void run(const char *dir, struct model_opts mo, int threads, int blas_owns,
+static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gemm gemm,
 		struct result *r)
 {
 	struct model m;
@@ -256,7 +257,7 @@ static void run(const char *dir, struct model_opts mo, int threads, int blas_own
 	if (model_load(&m, dir, &mo, &e) < 0)
 		fail("%s", e.msg);
 	r->load_s = now() - t0;
-	struct forward_opts fo = { .threads = threads, .ctx = 256, .blas_owns = blas_owns,
+	struct forward_opts fo = { .threads = threads, .ctx = 256, .gemm = gemm,
 				   .level = cpu_level_env(NULL) };
 	if (forward_init(&f, &m, &fo, &e) < 0)
 		fail("%s", e.msg);
@@ -317,15 +318,16 @@ int main(int argc, char **argv)
 	cmd("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'", cpu, sizeof cpu);
 	cmd("date -u +%Y-%m-%dT%H:%M:%SZ", date, sizeof date);
 	double bw[3] = { 0, bandwidth(1), bandwidth(2) };
-	struct { const char *weights; struct model_opts mo; int blas; } cfgs[] = {
-		{ "bf16 mapped", { 0, 0 }, 0 },
-		{ "bf16 copied", { 0, 1 }, 0 },
-		{ "f32", { 1, 0 }, 0 },
-		{ "f32, OpenBLAS threads", { 1, 0 }, 1 },
+	struct { const char *weights; struct model_opts mo; enum fwd_gemm gemm; } cfgs[] = {
+		{ "bf16 mapped", { 0, 0 }, FWD_GEMM_OWN },
+		{ "bf16 copied", { 0, 1 }, FWD_GEMM_OWN },
+		{ "f32", { 1, 0 }, FWD_GEMM_OWN },
+		{ "f32, OpenBLAS per worker", { 1, 0 }, FWD_GEMM_BLAS },
+		{ "f32, OpenBLAS threads", { 1, 0 }, FWD_GEMM_BLAS_THREADS },
 	};
 	for (size_t c = 0; c < (quick ? 1 : sizeof cfgs / sizeof cfgs[0]); c++)
 		for (int t = 1; t <= 2; t++) {
-			if (cfgs[c].blas && t == 1)
+			if (cfgs[c].gemm == FWD_GEMM_BLAS_THREADS && t == 1)
 				continue;
 			double load = -1;
 			FILE *la = fopen("/proc/loadavg", "r");
@@ -335,18 +337,19 @@ int main(int argc, char **argv)
 				fclose(la);
 			}
 			struct result r;
-			run(dir, cfgs[c].mo, t, cfgs[c].blas, &r);
+			run(dir, cfgs[c].mo, t, cfgs[c].gemm, &r);
 			double limit_ms = r.bytes_per_token / (bw[t] * 1e9) * 1e3;
 			printf("{\"bench\": \"forward\", \"date\": \"%s\", \"commit\": \"%s\", "
 			       "\"cpu\": \"%s\", \"load1\": %.2f, \"model\": \"synthetic "
 			       "Qwen2.5-0.5B\", \"weights\": \"%s\", \"threads\": %d, "
-			       "\"kernels\": \"%s\", \"decode_ms_median\": %.2f, "
+			       "\"kernels\": \"%s\", \"openblas\": \"%s\", \"decode_ms_median\": %.2f, "
 			       "\"decode_ms_min\": %.2f, \"prefill64_tok_s_best\": %.1f, "
 			       "\"prefill64_tok_s_median\": %.1f, \"bytes_per_token\": %zu, "
 			       "\"bandwidth_gbs\": %.1f, \"decode_limit_ms\": %.2f, "
 			       "\"decode_fraction_of_limit\": %.2f, \"load_s\": %.2f}\n",
 			       date, commit, cpu, load, cfgs[c].weights, t,
-			       cpu_level_name(cpu_level_env(NULL)), r.decode_med, r.decode_min,
+			       cpu_level_name(cpu_level_env(NULL)), openblas_get_corename(),
+			       r.decode_med, r.decode_min,
 			       r.prefill_best, r.prefill_med, r.bytes_per_token, bw[t],
 			       limit_ms, limit_ms / r.decode_min, r.load_s);
 			fflush(stdout);

@@ -59,6 +59,9 @@ static const char help[] =
 	"                      as bf16)\n"
 	"      --copy          read the weights into memory instead of using the\n"
 	"                      file mapping\n"
+	"      --gemm WHO      float32 prompt products: own (default), blas\n"
+	"                      (OpenBLAS, one thread per worker) or blas-threads\n"
+	"                      (OpenBLAS's own threads)\n"
 	"  -v, --verbose       load time, memory and per-call timings on stderr\n"
 	"  -d, --dump          read a logits stream on stdin, print it as text\n"
 	"  -k, --top K         with --dump: the K largest logits (default 5)\n"
@@ -358,7 +361,7 @@ int main(int argc, char **argv)
 	const char *trace_path = NULL;
 	struct forward_opts fo = { 0 };
 	struct model_opts mo = { 0 };
-	enum { OPT_F32 = 256, OPT_COPY, OPT_BLAS };
+	enum { OPT_F32 = 256, OPT_COPY, OPT_GEMM };
 	static const struct option longopts[] = {
 		{ "score", no_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
@@ -367,7 +370,7 @@ int main(int argc, char **argv)
 		{ "ctx", required_argument, NULL, 'c' },
 		{ "f32", no_argument, NULL, OPT_F32 },
 		{ "copy", no_argument, NULL, OPT_COPY },
-		{ "blas-threads", no_argument, NULL, OPT_BLAS },
+		{ "gemm", required_argument, NULL, OPT_GEMM },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "dump", no_argument, NULL, 'd' },
 		{ "top", required_argument, NULL, 'k' },
@@ -385,7 +388,16 @@ int main(int argc, char **argv)
 		case 'c': fo.ctx = (int)flag_long("--ctx", optarg, 1, 1 << 24); break;
 		case OPT_F32: mo.f32 = 1; break;
 		case OPT_COPY: mo.copy = 1; break;
-		case OPT_BLAS: fo.blas_owns = 1; break;
+		case OPT_GEMM:
+			if (!strcmp(optarg, "own"))
+				fo.gemm = FWD_GEMM_OWN;
+			else if (!strcmp(optarg, "blas"))
+				fo.gemm = FWD_GEMM_BLAS;
+			else if (!strcmp(optarg, "blas-threads"))
+				fo.gemm = FWD_GEMM_BLAS_THREADS;
+			else
+				die_usage("--gemm: '%s' is not own, blas or blas-threads", optarg);
+			break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
 		case 'k': top = (int)flag_long("--top", optarg, 1, 1000); break;
