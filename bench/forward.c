@@ -19,7 +19,7 @@
  * bandwidth limit: weight bytes read per token / bandwidth.
  *
  *   make bench                      (all benchmarks; appends to bench/results.jsonl)
- *   build/bench/forward [--quick]   (this one; --quick: bf16 mapped only)
+ *   build/bench/forward [--quick]   (this one; --quick: bf16 copied only)
  */
 #include "config.h"
 #include "forward.h"
@@ -319,8 +319,8 @@ int main(int argc, char **argv)
 	cmd("date -u +%Y-%m-%dT%H:%M:%SZ", date, sizeof date);
 	double bw[3] = { 0, bandwidth(1), bandwidth(2) };
 	struct { const char *weights; struct model_opts mo; enum fwd_gemm gemm; } cfgs[] = {
-		{ "bf16 mapped", { 0, 0 }, FWD_GEMM_OWN },
-		{ "bf16 copied", { 0, 1 }, FWD_GEMM_OWN },
+		{ "bf16 copied", { 0, 0 }, FWD_GEMM_OWN },
+		{ "bf16 mapped", { 0, 1 }, FWD_GEMM_OWN },
 		{ "f32", { 1, 0 }, FWD_GEMM_OWN },
 		{ "f32, OpenBLAS per worker", { 1, 0 }, FWD_GEMM_BLAS },
 		{ "f32, OpenBLAS threads", { 1, 0 }, FWD_GEMM_BLAS_THREADS },
