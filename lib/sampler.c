@@ -1,6 +1,7 @@
 /* sampler: see sampler.h. */
 #include "sampler.h"
 #include "introsort.h"
+#include "kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ struct sampler *sampler_new(int n_vocab, struct err *e)
 	}
 	size_t n = (size_t)n_vocab;
 	s->n_vocab = n_vocab;
+	s->k = kernels_for(cpu_level_env(NULL));
 	s->cand = malloc(n * sizeof *s->cand);
 	s->work = malloc(n * sizeof *s->work);
 	s->prob = malloc(n * sizeof *s->prob);
@@ -107,23 +109,6 @@ int sampler_add_context(struct sampler *s, const int32_t *ids, long n,
 		}
 	}
 	return 0;
-}
-
-/* In-place softmax in float32: p[i] = exp(x[i] - max) / sum. Bitwise the
- * same on every machine (the evaluation order is fixed). */
-static void softmax(float *x, int n)
-{
-	float m = x[0];
-	for (int i = 1; i < n; i++)
-		m = x[i] > m ? x[i] : m;
-	double sum = 0;
-	for (int i = 0; i < n; i++) {
-		x[i] = expf(x[i] - m);
-		sum += x[i];
-	}
-	float fs = (float)sum;
-	for (int i = 0; i < n; i++)
-		x[i] = x[i] / fs;
 }
 
 /* The largest of x[0..n) and whether any is NaN, with four independent
@@ -261,7 +246,7 @@ static void cand_softmax(struct sampler *s)
 	int n = s->n_cand;
 	for (int i = 0; i < n; i++)
 		s->prob[i] = s->cand[i].x;
-	softmax(s->prob, n);
+	s->k->softmax(s->prob, n);
 	for (int i = 0; i < n; i++)
 		s->cand[i].p = s->prob[i];
 }
@@ -318,7 +303,7 @@ static void top_p_full(struct sampler *s, const float *x, float m, float thr)
 {
 	int nv = s->n_vocab;
 	memcpy(s->prob, x, (size_t)nv * sizeof *s->prob);
-	softmax(s->prob, nv);
+	s->k->softmax(s->prob, nv);
 	double total = sum_double(s->prob, nv), above = 0;
 	float hi = INFINITY;
 	int n = 0;

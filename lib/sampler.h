@@ -39,6 +39,8 @@
 #include "introsort.h"
 #include "rng.h"
 
+struct kernels;
+
 /* The parameters, as transformers takes them (doubles: top_p = 0.8 means
  * the double 0.8, whose 1 - top_p is what top-p compares against). */
 struct sampler_params {
@@ -66,6 +68,7 @@ struct sampler {
 	struct sampler_cand *cand; /* [n_vocab] */
 	int n_cand;
 	/* Private. */
+	const struct kernels *k;   /* softmax: the same bits on every ISA */
 	float *work;               /* [n_vocab] logits after penalty, temperature */
 	float *prob;               /* [n_vocab] softmax and heap scratch */
 	int32_t *ctx;              /* [n_vocab] distinct context ids, in order seen */

@@ -28,28 +28,52 @@ double tstats_value(const void *data, enum st_dtype t, uint64_t i)
 	}
 }
 
+/* One value into the running statistics. */
+static inline void add(struct tstats *s, double *sum, double *sum_abs, double x)
+{
+	if (isnan(x)) {
+		s->n_nan++;
+		return;
+	}
+	if (isinf(x)) {
+		s->n_inf++;
+		return;
+	}
+	if (s->n_finite == 0 || x < s->min)
+		s->min = x;
+	if (s->n_finite == 0 || x > s->max)
+		s->max = x;
+	s->n_finite++;
+	*sum += x;
+	*sum_abs += fabs(x);
+}
+
 void tstats_compute(struct tstats *s, const void *data, enum st_dtype t, uint64_t n)
 {
 	memset(s, 0, sizeof *s);
 	s->n = n;
 	double sum = 0, sum_abs = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		double x = tstats_value(data, t, i);
-		if (isnan(x)) {
-			s->n_nan++;
-			continue;
+	const unsigned char *p = data;
+	/* The dtypes of real weights get their own loop (the per-element
+	 * dispatch of tstats_value costs about 10x on a 1 GB file). */
+	switch (t) {
+	case ST_BF16:
+		for (uint64_t i = 0; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, p + 2 * i, 2);
+			add(s, &sum, &sum_abs, bf16_to_f32(h));
 		}
-		if (isinf(x)) {
-			s->n_inf++;
-			continue;
+		break;
+	case ST_F32:
+		for (uint64_t i = 0; i < n; i++) {
+			float f;
+			memcpy(&f, p + 4 * i, 4);
+			add(s, &sum, &sum_abs, f);
 		}
-		if (s->n_finite == 0 || x < s->min)
-			s->min = x;
-		if (s->n_finite == 0 || x > s->max)
-			s->max = x;
-		s->n_finite++;
-		sum += x;
-		sum_abs += fabs(x);
+		break;
+	default:
+		for (uint64_t i = 0; i < n; i++)
+			add(s, &sum, &sum_abs, tstats_value(data, t, i));
 	}
 	if (s->n_finite) {
 		s->mean = sum / (double)s->n_finite;

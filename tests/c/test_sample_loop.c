@@ -36,7 +36,8 @@ struct run {
 	const int32_t *prompt;
 	int n_prompt;
 	float temperature;          /* the header's default */
-	int max_frames;             /* forward stops (context full) after this */
+	int max_frames;             /* forward stops (killed) after this */
+	uint32_t ctx;               /* the header's context size (0: 100) */
 	int flat;                   /* logits: a fixed, soft distribution */
 	int close_stdout;           /* the reader of sample's stdout is gone */
 	/* out */
@@ -89,7 +90,7 @@ static void play(struct run *r)
 	struct stream_header h = {
 		.n_vocab = V, .n_eos = 1, .eos_ids = { EOS }, .temperature = r->temperature,
 		.top_k = 0, .top_p = 1, .min_p = 0, .repetition_penalty = 1,
-		.flags = STREAM_FLAG_FEEDBACK, .ctx = 100,
+		.flags = STREAM_FLAG_FEEDBACK, .ctx = r->ctx ? r->ctx : 100,
 	};
 	snprintf(h.fifo_path, sizeof h.fifo_path, "%s", fb.path);
 	float x[V];
@@ -201,6 +202,16 @@ int main(void)
 	chain(2, 3, want);
 	CHECK(c.status == 0 && !strcmp(c.out, want), "end of stream: status %d, out '%s'",
 	      c.status, c.out);
+
+	/* A context of 6 positions, 2 taken by the prompt: frames at positions
+	 * 1..5, so 5 tokens; the last is not fed back (forward could not use
+	 * it), and sample stops by itself. */
+	struct run c2 = { .args = (const char *[]){ "-n", "10", NULL }, .prompt = prompt,
+			  .n_prompt = 2, .max_frames = 100, .ctx = 6 };
+	play(&c2);
+	chain(2, 5, want);
+	CHECK(c2.status == 0 && !strcmp(c2.out, want) && c2.n_fed == 4,
+	      "context full: status %d, out '%s', %d fed", c2.status, c2.out, c2.n_fed);
 
 	/* The reader of stdout is gone: 141, nothing fed back, FIFO closed. */
 	struct run d = { .args = (const char *[]){ NULL }, .prompt = prompt, .n_prompt = 2,

@@ -11,9 +11,10 @@
  * flag overrides one.
  *
  * It stops at an end-of-sequence id (not written unless --emit-eos), after
- * -n tokens, when stdout is closed (exit 141, quietly) or at the end of the
- * stream (forward stopped: context full, killed); it then closes the FIFO,
- * which ends forward.
+ * -n tokens, when the frame it drew from was the last position forward's
+ * context holds (the header's ctx), when stdout is closed (exit 141,
+ * quietly), or at the end of the stream (forward stopped or was killed); it
+ * then closes the FIFO, which ends forward.
  *
  * Exit status: 0 stopped normally; 1 bad stream, I/O error; 2 usage;
  * 141 the reader of stdout went away.
@@ -360,6 +361,11 @@ int main(int argc, char **argv)
 		}
 		if (n == max_tokens) {
 			why = "max tokens";
+			break;
+		}
+		if (h.ctx && (uint32_t)fr.pos + 1 >= h.ctx) {
+			/* forward's KV cache is full: it could not use the id. */
+			why = "context full";
 			break;
 		}
 		if (fifo >= 0 && feedback_send(fifo, id, &e) < 0) {

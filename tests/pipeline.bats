@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# forward | sample: generation through the feedback loop with the bundled
+# shakespeare-tiny model. Greedy against transformers' greedy_48, seeds,
+# logprobs, and every way the loop can end: each ends within a bound with
+# the documented status and leaves no FIFO directory in a private TMPDIR.
+bats_require_minimum_version 1.5.0
+load test_helper
+
+setup() {
+	load_assert
+	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
+	mkdir -p "$TMPDIR"
+}
+
+# Nothing may be left in $TMPDIR (forward's FIFO directory is forward.*).
+tmpdir_empty() {
+	run ls -A "$TMPDIR"
+	assert_output ""
+}
+
+ids_of() { jq -r '.ids | join(" ")' "$GOLDEN/shakespeare-tiny/$1.json"; }
+greedy_of() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json"; }
+
+@test "greedy through the pipeline writes transformers' greedy_48 for every golden case" {
+	for c in $(jq -r '.[].case' "$GOLDEN/shakespeare-tiny/index.json"); do
+		ids_of "$c" > "$BATS_TEST_TMPDIR/ids"
+		run -0 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --greedy -n 48"
+		[ "$output" = "$(greedy_of "$c")" ] || { echo "case $c: $output" >&2; return 1; }
+	done
+	tmpdir_empty
+}
+
+@test "a scoring stream (no feedback) gets one token per frame" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	forward "$TINY" --score --all < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/all"
+	run -0 sample --greedy < "$BATS_TEST_TMPDIR/all"
+	assert_output "$(jq -r '.argmax[]' "$GOLDEN/shakespeare-tiny/romeo.json")"
+}
+
+@test "a seed gives the same tokens across runs, thread counts, prompt layouts and SIMD levels; another seed others" {
+	ids_of citizen > "$BATS_TEST_TMPDIR/ids"
+	gen() { forward "$TINY" "$@" < "$BATS_TEST_TMPDIR/ids" | sample --seed 42 -n 40 --ignore-eos; }
+	a=$(gen --threads 1)
+	b=$(gen --threads 1)
+	c=$(gen --threads 2)
+	tr ' ' '\n' < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/ids1"
+	d=$(forward "$TINY" < "$BATS_TEST_TMPDIR/ids1" | sample --seed 42 -n 40 --ignore-eos)
+	e=$(forward "$TINY" < "$BATS_TEST_TMPDIR/ids" | sample --seed 43 -n 40 --ignore-eos)
+	# Another machine: the scalar kernels, in forward and in sample.
+	f=$(export QWENPIPE_SIMD=scalar; gen --threads 2)
+	[ "$(wc -l <<<"$a")" = 40 ]
+	[ "$a" = "$b" ] && [ "$a" = "$c" ] && [ "$a" = "$d" ] && [ "$a" = "$f" ]
+	[ "$a" != "$e" ]
+	tmpdir_empty
+}
+
+@test "greedy: the prompt plus the first tokens generated, fed as one prompt, continues the same way" {
+	ids_of tobe > "$BATS_TEST_TMPDIR/ids"
+	greedy_of tobe | head -n 8 | tr '\n' ' ' >> "$BATS_TEST_TMPDIR/ids"
+	run -0 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --greedy -n 40"
+	assert_output "$(greedy_of tobe | tail -n 40)"
+}
+
+@test "-v reports the seed, the stop reason, tokens, time to first token and tokens/s" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	run --separate-stderr -0 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample -v --seed 7 -n 5"
+	[ "${#lines[@]}" = 5 ]
+	[ "${stderr_lines[0]}" = "sample: seed 7, temperature 0.8, top-k 40, top-p 0.9, min-p 0, repeat-penalty 1" ]
+	[[ "${stderr_lines[1]}" =~ ^"sample: stop: max tokens; 5 tokens, first after "[0-9.]+" s, "[0-9.]+" tokens/s after it"$ ]]
+}
+
+@test "--logprobs: the chosen token and the best K with their log-probabilities under the model" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	lp="$BATS_TEST_TMPDIR/lp.jsonl"
+	run -0 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --greedy -n 3 --logprobs 5 --logprobs-file '$lp'"
+	[ "$(wc -l < "$lp")" = 3 ]
+	# First token: transformers' logits at the last prompt position.
+	g="$GOLDEN/shakespeare-tiny/romeo.json"
+	first=$(head -n 1 "$lp")
+	[ "$(jq .id <<<"$first")" = "$(jq '.argmax[-1]' "$g")" ]
+	[ "$(jq '[.top[].id]' -c <<<"$first")" = "$(jq '.topk_ids[-1][:5]' -c "$g")" ]
+	# logprob = logit - logsumexp, within float rounding.
+	jq -e --slurpfile g "$g" -n --argjson f "$first" '
+		[range(5)] | all(. as $i |
+			($f.top[$i].logprob - ($g[0].topk_logits[-1][$i] - $g[0].logsumexp[-1])) | fabs < 1e-4)' > /dev/null
+	[ "$(jq -c '[.pos, .logprob == .top[0].logprob]' <<<"$first")" = "[3,true]" ]
+	ls "$BATS_TEST_TMPDIR" | grep -v '^lp.jsonl$' | grep -vx -e ids -e tmp && return 1
+	tmpdir_empty
+}
+
+# Starts forward (stdout into a FIFO) and sample in the background, with
+# generation that would run for a long time; sets fpid and spid.
+start_loop() {
+	mkfifo "$BATS_TEST_TMPDIR/p"
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	forward "$TINY" < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/p" 2> "$BATS_TEST_TMPDIR/ferr" &
+	fpid=$!
+	sample --ignore-eos < "$BATS_TEST_TMPDIR/p" > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/serr" &
+	spid=$!
+	# Until some tokens have come out: the loop is running.
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/out" ] && break; sleep 0.1; done
+	[ -s "$BATS_TEST_TMPDIR/out" ]
+}
+
+# waits_for PID STATUS...: PID ends within 10 s with one of the statuses.
+waits_for() {
+	local pid=$1 st=0
+	shift
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$pid" 2>/dev/null && { echo "process $pid still running" >&2; kill -KILL "$pid"; return 1; }
+	wait "$pid" || st=$?
+	for want in "$@"; do [ "$st" = "$want" ] && return 0; done
+	echo "process $pid ended with $st, want one of $*" >&2
+	return 1
+}
+
+@test "| head -n 3: three ids; sample exits 141, forward 0, nothing left behind" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	run -0 timeout 30 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --ignore-eos | head -n 3 > '$BATS_TEST_TMPDIR/out'; echo \${PIPESTATUS[@]}"
+	assert_output "0 141 0"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/out")" = 3 ]
+	tmpdir_empty
+}
+
+@test "sample killed: forward ends (0, or 141 if it was writing a frame), nothing left behind" {
+	start_loop
+	kill -KILL $spid
+	waits_for $spid 137
+	waits_for $fpid 0 141
+	tmpdir_empty
+}
+
+@test "forward killed (TERM or KILL): sample ends at the end of the stream, nothing left behind" {
+	for sig in TERM KILL; do
+		start_loop
+		kill -$sig $fpid
+		waits_for $fpid 143 137
+		# Between frames: a clean end (0); inside a frame: truncated (1).
+		waits_for $spid 0 1
+		if [ -s "$BATS_TEST_TMPDIR/serr" ]; then
+			run cat "$BATS_TEST_TMPDIR/serr"
+			assert_output --regexp '^sample: <stdin>: truncated frame'
+		fi
+		tmpdir_empty
+		rm -f "$BATS_TEST_TMPDIR/p" "$BATS_TEST_TMPDIR/out"
+	done
+}
+
+@test "SIGINT to the whole pipeline ends every process (130), nothing left behind" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	# A process group of its own, as a shell gives a pipeline; SIGINT back
+	# to its default (a background job starts with it ignored).
+	setsid env --default-signal=INT bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --ignore-eos > '$BATS_TEST_TMPDIR/out'" &
+	pid=$!
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/out" ] && break; sleep 0.1; done
+	[ -s "$BATS_TEST_TMPDIR/out" ]
+	kill -INT -- -$pid
+	waits_for $pid 130
+	run pgrep -g $pid
+	assert_output ""
+	tmpdir_empty
+}
+
+@test "--ctx filling up: a clean stop with the reason, ctx - prompt + 1 tokens" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"  # 3 ids
+	run --separate-stderr -0 timeout 30 bash -c "forward '$TINY' --ctx 16 < '$BATS_TEST_TMPDIR/ids' | sample --ignore-eos -v; echo \${PIPESTATUS[@]}"
+	[ "${#lines[@]}" = 15 ]
+	[ "${lines[14]}" = "0 0" ]
+	[[ "${stderr_lines[1]}" = "sample: stop: context full; 14 tokens"* ]]
+	tmpdir_empty
+}
+
+@test "forward into a file only scores: no sampler is waited for, no FIFO" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	run -0 timeout 30 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' > '$BATS_TEST_TMPDIR/scores'"
+	run -0 sample --greedy < "$BATS_TEST_TMPDIR/scores"
+	assert_output "$(greedy_of romeo | head -n 1)"
+	tmpdir_empty
+}
