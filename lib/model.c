@@ -193,7 +193,6 @@ static int copy_container(struct model *m, const char *name, struct err *e)
 	qfile_close(m->qf);
 	return qfile_parse(m->qf, p, size, name, e);
 }
-}
 
 /* Views and widened copies. */
 struct filler {
