@@ -16,7 +16,9 @@
  * tokens (tokens/s, best and median of PREFILL_REPS). Bandwidth: a read-only
  * AVX2 streaming sum over a 1 GiB buffer (larger than the 260 MiB L3 here),
  * best of 5, on 1 and 2 threads. Decode is reported as a fraction of the
- * bandwidth limit: weight bytes read per token / bandwidth.
+ * bandwidth limit: weight bytes read per token / bandwidth. First, one
+ * prefill-sized product (64 x 896 by 896 x 4864) on one thread: OpenBLAS
+ * sgemm against our f32 and bf16 kernels, in GFLOP/s.
  *
  *   make bench                      (all benchmarks; appends to bench/results.jsonl)
  *   build/bench/forward [--quick]   (this one; --quick: bf16 copied only)
@@ -232,6 +234,46 @@ static double bandwidth(int threads)
 	return best;
 }
 
+/* ---- one prefill-sized product: ours against OpenBLAS ---- */
+
+/* GFLOP/s of Y[64 x 4864] = X[64 x 896] W^T, one thread, best of 15:
+ * OpenBLAS sgemm, our f32 kernel, our bf16 kernel. */
+static void gemm_gflops(double out[3])
+{
+	enum { M = PREFILL, N = 4864, K = 896 };
+	float *x = calloc((size_t)M * K, 4), *w = calloc((size_t)N * K, 4),
+	      *y = calloc((size_t)M * N, 4);
+	uint16_t *wb = calloc((size_t)N * K, 2);
+	for (int i = 0; i < M * K; i++)
+		x[i] = (float)(i % 7) * 0.1f;
+	for (int i = 0; i < N * K; i++) {
+		wb[i] = rand_bf16();
+		w[i] = (float)(i % 5) * 0.1f;
+	}
+	const struct kernels *k = kernels_for(cpu_level_env(NULL));
+	openblas_set_num_threads(1);
+	double best[3] = { 1e9, 1e9, 1e9 };
+	for (int r = 0; r < 15; r++) {
+		double t[4];
+		t[0] = now();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, x, K, w, K,
+			    0, y, N);
+		t[1] = now();
+		k->matmul_f32(y, N, w, K, 0, N, x, K, M);
+		t[2] = now();
+		k->matmul_bf16(y, N, wb, K, 0, N, x, K, M);
+		t[3] = now();
+		for (int i = 0; i < 3; i++)
+			best[i] = t[i + 1] - t[i] < best[i] ? t[i + 1] - t[i] : best[i];
+	}
+	for (int i = 0; i < 3; i++)
+		out[i] = 2.0 * M * N * K / best[i] / 1e9;
+	free(x);
+	free(w);
+	free(y);
+	free(wb);
+}
+
 /* ---- forward ---- */
 
 static int sink_emit(void *arg, int pos, const float *lg, struct err *e)
@@ -296,6 +338,19 @@ static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gem
 	model_free(&m);
 }
 
+/* The machine is shared: the load goes with the figures. */
+static double load1(void)
+{
+	double load = -1;
+	FILE *la = fopen("/proc/loadavg", "r");
+	if (la) {
+		if (fscanf(la, "%lf", &load) != 1)
+			load = -1;
+		fclose(la);
+	}
+	return load;
+}
+
 static void cmd(const char *c, char *out, size_t cap)
 {
 	FILE *p = popen(c, "r");
@@ -317,7 +372,15 @@ int main(int argc, char **argv)
 	cmd("git rev-parse --short HEAD 2>/dev/null", commit, sizeof commit);
 	cmd("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'", cpu, sizeof cpu);
 	cmd("date -u +%Y-%m-%dT%H:%M:%SZ", date, sizeof date);
-	double bw[3] = { 0, bandwidth(1), bandwidth(2) };
+	double bw[3] = { 0, bandwidth(1), bandwidth(2) }, gf[3];
+	gemm_gflops(gf);
+	double load = load1();
+	printf("{\"bench\": \"gemm\", \"date\": \"%s\", \"commit\": \"%s\", \"cpu\": "
+	       "\"%s\", \"load1\": %.2f, \"shape\": \"64x896 . 896x4864\", \"threads\": 1, "
+	       "\"openblas\": \"%s\", \"openblas_gflops\": %.1f, \"own_f32_gflops\": %.1f, "
+	       "\"own_bf16_gflops\": %.1f, \"kernels\": \"%s\"}\n", date, commit, cpu, load,
+	       openblas_get_corename(), gf[0], gf[1], gf[2],
+	       cpu_level_name(cpu_level_env(NULL)));
 	struct { const char *weights; struct model_opts mo; enum fwd_gemm gemm; } cfgs[] = {
 		{ "bf16 copied", { 0, 0 }, FWD_GEMM_OWN },
 		{ "bf16 mapped", { 0, 1 }, FWD_GEMM_OWN },
@@ -329,13 +392,7 @@ int main(int argc, char **argv)
 		for (int t = 1; t <= 2; t++) {
 			if (cfgs[c].gemm == FWD_GEMM_BLAS_THREADS && t == 1)
 				continue;
-			double load = -1;
-			FILE *la = fopen("/proc/loadavg", "r");
-			if (la) {
-				if (fscanf(la, "%lf", &load) != 1)
-					load = -1;
-				fclose(la);
-			}
+			load = load1();
 			struct result r;
 			run(dir, cfgs[c].mo, t, cfgs[c].gemm, &r);
 			double limit_ms = r.bytes_per_token / (bw[t] * 1e9) * 1e3;
