@@ -186,3 +186,11 @@ no_fifo_dir() {
 	run -1 bash -c "echo hello | forward --dump"
 	assert_output "forward: <stdin>: not a logits stream (bad magic)"
 }
+
+@test "forward | sample --greedy reproduces transformers' greedy decoding through the cache" {
+	jq -r '.ids | join(" ")' "$GOLDEN/qwen-shapes/rand7.json" > "$BATS_TEST_TMPDIR/ids"
+	run bash -c "forward '$SHAPES' < '$BATS_TEST_TMPDIR/ids' | sample --greedy -n 48 --ignore-eos | paste -sd,"
+	assert_success
+	assert_output "$(jq -r '.greedy_48 | join(",")' "$GOLDEN/qwen-shapes/rand7.json")"
+	no_fifo_dir
+}
