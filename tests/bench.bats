@@ -31,7 +31,7 @@ quick() {
 		  "fraction_of_limit"] | map(. as $k | $o[$k] | has("median") and
 		  has("min") and has("max")) | all),
 		.precision, .weights, .threads, .prompt, .tokens, .reps] | @tsv' "$REC"
-	assert_output "$(printf 'true\ttrue\tbf16\tmapped\t1\t4\t2\t1')"
+	assert_output "$(printf 'true\ttrue\tbf16\tcopied\t1\t4\t2\t1')"
 }
 
 @test "the records on stdout are the lines appended to the record file" {
@@ -83,9 +83,9 @@ quick() {
 }
 
 @test "--weights makes one contender per mode" {
-	run -0 quick --no-sgemm -w mapped,copied,f32 -o jsonl "$TINY"
+	run -0 quick --no-sgemm -w copied,mapped,f32 -o jsonl "$TINY"
 	run -0 jq -r 'select(.bench == "model") | [.precision, .weights] | @tsv' "$REC"
-	assert_output "$(printf 'bf16\tmapped\nbf16\tcopied\nf32\twidened')"
+	assert_output "$(printf 'bf16\tcopied\nbf16\tmapped\nf32\twidened')"
 }
 
 @test "--synthetic writes the model and containers once, the containers those quantize writes" {

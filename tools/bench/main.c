@@ -52,9 +52,10 @@ static const char help[] =
 	"  -t, --threads LIST   thread counts, comma-separated (default 1 and the\n"
 	"                       physical cores)\n"
 	"  -o, --output FMT     md (default), jsonl or csv on stdout\n"
-	"  -w, --weights LIST   how each model is held, comma-separated: mapped\n"
-	"                       (the file mapping), copied (anonymous memory,\n"
-	"                       MADV_HUGEPAGE), f32 (widened); default mapped\n"
+	"  -w, --weights LIST   how each model is held, comma-separated: copied\n"
+	"                       (read into memory; the default), mapped (used\n"
+	"                       through the file mapping, forward --mmap), f32\n"
+	"                       (widened, forward --f32)\n"
 	"      --synthetic      add the synthetic full-size bf16 model and its\n"
 	"                       int8 and int4 containers (written once to\n"
 	"                       ${XDG_CACHE_HOME:-~/.cache}/qwenpipe)\n"
@@ -480,7 +481,7 @@ int main(int argc, char **argv)
 			o.threads[o.n_threads++] = cpu_cores();
 	}
 	if (o.n_weights == 0)
-		o.weights[o.n_weights++] = W_MAPPED;
+		o.weights[o.n_weights++] = W_COPIED;  /* model_load's default */
 	struct stat st;
 	if (!no_record && !o.record) {
 		if (stat("bench", &st) == 0 && S_ISDIR(st.st_mode))
@@ -527,7 +528,7 @@ int main(int argc, char **argv)
 			struct contender *k = &cs[nc++];
 			k->b.path = paths[i];
 			k->label = labels[i] ? labels[i] : base_name(paths[i]);
-			k->b.mo.copy = o.weights[w] == W_COPIED;
+			k->b.mo.mmap = o.weights[w] == W_MAPPED;
 			k->b.mo.f32 = o.weights[w] == W_F32;
 		}
 
