@@ -41,6 +41,11 @@ gen() {
 	assert_output "[$n_weights,0]"
 }
 
+@test "--trace-attn: a path that cannot be written is a one-line error, exit 1" {
+	run -1 forward "$TINY" --score --trace-attn "$BATS_TEST_TMPDIR/no/a.jsonl" <<< 40
+	assert_output "forward: $BATS_TEST_TMPDIR/no/a.jsonl: No such file or directory"
+}
+
 @test "--trace-attn and --no-cache change no token: greedy_48 of the golden case" {
 	ids_of richard > "$BATS_TEST_TMPDIR/ids"
 	expected=$(jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/richard.json")
