@@ -95,8 +95,8 @@ quick() {
 	[ -f "$dir/model.safetensors" ]
 	run -0 st-inspect "$dir"
 	assert_output --partial "config        $dir/config.json: matches"
-	quantize "$dir" -o "$BATS_TEST_TMPDIR/q8" --level int8 2>/dev/null
-	quantize "$dir" -o "$BATS_TEST_TMPDIR/q4" --level int4 2>/dev/null
+	quantize "$dir" -o "$BATS_TEST_TMPDIR/q8" --embeddings --level int8 2>/dev/null
+	quantize "$dir" -o "$BATS_TEST_TMPDIR/q4" --embeddings --level int4 2>/dev/null
 	cmp "$BATS_TEST_TMPDIR/q8" "$dir/model.q8"
 	cmp "$BATS_TEST_TMPDIR/q4" "$dir/model.q4"
 	run -0 jq -r 'select(.bench == "model") | .precision' "$REC"
