@@ -2,17 +2,22 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "timing.h"
 
 struct pool {
 	int n;
 	pthread_t *threads;
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
-	unsigned long gen;  /* bumped for each run */
-	int pending;        /* workers still running the current job */
-	int stop;
+	atomic_ulong gen;     /* bumped for each run, after fn and arg are set */
+	atomic_int pending;   /* workers still running the current job */
+	atomic_int sleepers;  /* workers blocked (or about to block) on work */
+	atomic_int waiting;   /* the caller is blocked (or about to) on done */
+	atomic_int stop;
+	atomic_int spin_us;   /* pool_set_spin */
 	pool_fn *fn;
 	void *arg;
 };
@@ -22,6 +27,23 @@ struct start {
 	int i;
 };
 
+/* One turn of a spin loop (turn counts from 0): true at once when the
+ * pool does not spin; else a pause, and every 64 turns a look at the
+ * clock, true once spin_us have passed since the first look. */
+static int spun_out(struct pool *p, int turn, double *t0)
+{
+	int us = atomic_load_explicit(&p->spin_us, memory_order_relaxed);
+	if (us == 0)
+		return 1;
+	__builtin_ia32_pause();
+	if (turn % 64 != 63)
+		return 0;
+	double t = time_now();
+	if (*t0 == 0)
+		*t0 = t;
+	return t - *t0 > us * 1e-6;
+}
+
 static void *worker(void *v)
 {
 	struct start *s = v;
@@ -29,22 +51,34 @@ static void *worker(void *v)
 	int i = s->i;
 	free(s);
 	unsigned long seen = 0;
-	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (p->gen == seen && !p->stop)
-			pthread_cond_wait(&p->work, &p->mu);
-		if (p->stop)
+		double t0 = 0;
+		for (int k = 0; atomic_load(&p->gen) == seen && !spun_out(p, k, &t0); k++)
+			;
+		if (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) {
+			/* Sleep. The caller bumps gen, then looks at sleepers
+			 * (both sequentially consistent): either it sees this
+			 * worker counted and broadcasts under the mutex, or this
+			 * worker sees the new gen here and does not wait. */
+			pthread_mutex_lock(&p->mu);
+			atomic_fetch_add(&p->sleepers, 1);
+			while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
+				pthread_cond_wait(&p->work, &p->mu);
+			atomic_fetch_sub(&p->sleepers, 1);
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->stop))
 			break;
-		seen = p->gen;
-		pool_fn *fn = p->fn;
-		void *arg = p->arg;
-		pthread_mutex_unlock(&p->mu);
-		fn(arg, i, p->n);
-		pthread_mutex_lock(&p->mu);
-		if (--p->pending == 0)
+		seen = atomic_load(&p->gen);
+		p->fn(p->arg, i, p->n);
+		/* The last one out wakes the caller if it went to sleep (the
+		 * same handshake as above, on waiting and pending). */
+		if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->waiting)) {
+			pthread_mutex_lock(&p->mu);
 			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->mu);
+		}
 	}
-	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
@@ -87,6 +121,11 @@ struct pool *pool_create(int n_threads, struct err *e)
 	return p;
 }
 
+void pool_set_spin(struct pool *p, int us)
+{
+	atomic_store(&p->spin_us, us < 0 ? 0 : us);
+}
+
 int pool_threads(const struct pool *p)
 {
 	return p->n;
@@ -98,18 +137,27 @@ void pool_run(struct pool *p, pool_fn *fn, void *arg)
 		fn(arg, 0, 1);
 		return;
 	}
-	pthread_mutex_lock(&p->mu);
 	p->fn = fn;
 	p->arg = arg;
-	p->pending = p->n - 1;
-	p->gen++;
-	pthread_cond_broadcast(&p->work);
-	pthread_mutex_unlock(&p->mu);
+	atomic_store(&p->pending, p->n - 1);
+	atomic_fetch_add(&p->gen, 1);
+	if (atomic_load(&p->sleepers) > 0) {
+		pthread_mutex_lock(&p->mu);
+		pthread_cond_broadcast(&p->work);
+		pthread_mutex_unlock(&p->mu);
+	}
 	fn(arg, 0, p->n);
-	pthread_mutex_lock(&p->mu);
-	while (p->pending > 0)
-		pthread_cond_wait(&p->done, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	double t0 = 0;
+	for (int k = 0; atomic_load(&p->pending) > 0 && !spun_out(p, k, &t0); k++)
+		;
+	if (atomic_load(&p->pending) > 0) {
+		pthread_mutex_lock(&p->mu);
+		atomic_store(&p->waiting, 1);
+		while (atomic_load(&p->pending) > 0)
+			pthread_cond_wait(&p->done, &p->mu);
+		atomic_store(&p->waiting, 0);
+		pthread_mutex_unlock(&p->mu);
+	}
 }
 
 void pool_destroy(struct pool *p)
@@ -117,7 +165,7 @@ void pool_destroy(struct pool *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
-	p->stop = 1;
+	atomic_store(&p->stop, 1);
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 1; i < p->n; i++)

@@ -3,9 +3,11 @@
  *
  * pool_run(p, fn, arg) calls fn(arg, i, n) once for each i in [0, n), n the
  * pool's thread count, i = 0 on the calling thread, and returns when all
- * have returned. Workers sleep on a condition variable between runs (they
- * never spin: the cores may be shared, and OpenBLAS may own them during a
- * GEMM).
+ * have returned. Between runs workers sleep on a condition variable, and
+ * the caller sleeps while it waits for them: they never spin, unless
+ * pool_set_spin asks them to spin for a while first (a decode step is
+ * about 120 runs a few microseconds apart; whether spinning pays depends on
+ * whether the cores are shared: measured by `bench --spin`, README).
  *
  * Determinism is the caller's part: split work by output (pool_split), so
  * each output element is computed by one thread in an order that does not
@@ -27,6 +29,11 @@ struct pool *pool_create(int n_threads, struct err *e);
 int pool_threads(const struct pool *p);
 
 void pool_run(struct pool *p, pool_fn *fn, void *arg);
+
+/* From now on a waiting thread (a worker between runs, the caller waiting
+ * for the workers) spins for up to us microseconds before it sleeps; 0
+ * (the default) never spins. Results do not depend on it. */
+void pool_set_spin(struct pool *p, int us);
 
 /* Stops and joins the workers, frees p. NULL is fine. */
 void pool_destroy(struct pool *p);
