@@ -2,6 +2,7 @@
  * kern_matmul. See kernels.h for the canonical evaluation orders. */
 #include "kernels.h"
 #include "bf16.h"
+#include "quant.h"
 
 #include <assert.h>
 #include <cblas.h>
@@ -148,8 +149,8 @@ void kern_matmul(const struct kernels *k, float *y, int ldy, const struct wmat *
 		return;
 	case WT_Q8:
 	case WT_Q4:
-		/* lib/quant fills these in; no loader produces them before. */
-		break;
+		quant_matmul(k->level, w, y, ldy, r0, r1, x, ldx, T);
+		return;
 	}
 	abort();
 }
@@ -169,7 +170,8 @@ void kern_row(const struct wmat *w, int r, float *out)
 	}
 	case WT_Q8:
 	case WT_Q4:
-		break;
+		quant_dequant_row(w, r, 0, w->cols, out);
+		return;
 	}
 	abort();
 }

@@ -30,9 +30,8 @@
  *
  * Matrix products go through kern_matmul(), the one place that dispatches on
  * the storage type of a weight matrix (struct wmat, weights.h). The int8 and
- * int4 cases (WT_Q8, WT_Q4) are filled in by the quantization kernels
- * (lib/quant.h); until then kern_matmul aborts on them, and model loading
- * never produces them.
+ * int4 cases (WT_Q8, WT_Q4) go to the quantization kernels (lib/quant.h),
+ * which follow the same canonical dot order on the integer codes.
  */
 #ifndef KERNELS_H
 #define KERNELS_H

@@ -2,6 +2,8 @@
 #include "model.h"
 #include "bf16.h"
 #include "manifest.h"
+#include "qfile.h"
+#include "quant.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -127,25 +129,50 @@ static int aligned(const struct st_file *f)
 	return 1;
 }
 
-/* Moves the validated file into anonymous memory (huge pages when the
- * kernel gives them), the data section 64-byte aligned, and validates the
- * copy (its views replace the mapping's). */
-static int copy_file(struct model *m, const char *name, struct err *e)
+/* size bytes of src into fresh anonymous memory (huge pages when the kernel
+ * gives them) at offset pad, which the caller picks so that the data it
+ * cares about lands 64-byte aligned. */
+static unsigned char *anon_copy(struct model *m, const void *src, size_t size,
+				size_t pad, const char *name, struct err *e)
 {
-	size_t pad = (COPY_ALIGN - m->st.data_offset % COPY_ALIGN) % COPY_ALIGN;
-	size_t size = m->st.map.size, bytes = (pad + size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+	size_t bytes = (pad + size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
 	unsigned char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return err_set(e, "%s: cannot allocate %zu bytes for the weights: %s",
-			       name, bytes, strerror(errno));
+	if (p == MAP_FAILED) {
+		err_set(e, "%s: cannot allocate %zu bytes for the weights: %s",
+			name, bytes, strerror(errno));
+		return NULL;
+	}
 	madvise(p, bytes, MADV_HUGEPAGE);
-	memcpy(p + pad, m->st.map.data, size);
-	st_close(&m->st);
+	memcpy(p + pad, src, size);
 	m->copy = p;
 	m->copy_size = bytes;
 	m->copied = 1;
-	return st_parse(&m->st, p + pad, size, name, e);
+	return p + pad;
+}
+
+/* Moves the validated file into anonymous memory, the data section 64-byte
+ * aligned, and validates the copy (its views replace the mapping's). */
+static int copy_file(struct model *m, const char *name, struct err *e)
+{
+	size_t pad = (COPY_ALIGN - m->st.data_offset % COPY_ALIGN) % COPY_ALIGN;
+	size_t size = m->st.map.size;
+	unsigned char *p = anon_copy(m, m->st.map.data, size, pad, name, e);
+	if (!p)
+		return -1;
+	st_close(&m->st);
+	return st_parse(&m->st, p, size, name, e);
+}
+
+/* The same for a container (already 64-byte aligned inside). */
+static int copy_container(struct model *m, const char *name, struct err *e)
+{
+	size_t size = m->qf->size;
+	unsigned char *p = anon_copy(m, m->qf->base, size, 0, name, e);
+	if (!p)
+		return -1;
+	qfile_close(m->qf);
+	return qfile_parse(m->qf, p, size, name, e);
 }
 
 /* Views and widened copies. */
@@ -157,52 +184,77 @@ struct filler {
 	struct err *e;
 };
 
-static const struct st_tensor *get(struct filler *f, const char *fmt, int layer)
+/* A tensor of either kind of file. */
+struct tview {
+	enum wtype type;
+	int ndim;
+	int64_t shape[2];
+	uint64_t nelem;
+	const void *data;
+	const float *scales;  /* WT_Q8, WT_Q4 */
+};
+
+static int get(struct filler *f, const char *fmt, int layer, struct tview *v)
 {
 	char name[256];
 	snprintf(name, sizeof name, fmt, layer);
 	/* The manifest check guarantees presence and shape. */
-	return st_find(&f->m->st, name);
+	if (f->m->qf) {
+		const struct qtensor *t = qfile_find(f->m->qf, name);
+		*v = (struct tview){ t->type, t->ndim, { t->shape[0], t->shape[1] },
+				     (uint64_t)t->shape[0] * (t->ndim == 2 ? (uint64_t)t->shape[1] : 1),
+				     t->data, t->scales };
+		return 0;
+	}
+	const struct st_tensor *t = st_find(&f->m->st, name);
+	if (dtype_ok(t, f->name, f->e) < 0)
+		return -1;
+	*v = (struct tview){ t->dtype == ST_BF16 ? WT_BF16 : WT_F32, t->ndim,
+			     { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 }, t->nelem,
+			     t->data, NULL };
+	return 0;
 }
 
 static int matrix(struct filler *f, struct wmat *w, const char *fmt, int layer)
 {
-	const struct st_tensor *t = get(f, fmt, layer);
-	if (dtype_ok(t, f->name, f->e) < 0)
+	struct tview t;
+	if (get(f, fmt, layer, &t) < 0)
 		return -1;
 	*w = (struct wmat){
-		.type = t->dtype == ST_BF16 ? WT_BF16 : WT_F32,
-		.rows = (int)t->shape[0],
-		.cols = (int)t->shape[1],
-		.data = t->data,
+		.type = t.type,
+		.rows = (int)t.shape[0],
+		.cols = (int)t.shape[1],
+		.data = t.data,
+		.scales = t.scales,
+		.group_size = t.type == WT_Q4 ? f->m->qf->group_size : 0,
 	};
 	size_t n = (size_t)w->rows * w->cols;
-	if (f->wide) {
+	if (f->wide) {  /* only for safetensors (f32 or bf16) */
 		if (w->type == WT_BF16) {
-			const uint16_t *s = t->data;
+			const uint16_t *s = t.data;
 			for (size_t i = 0; i < n; i++)
 				f->wide[i] = bf16_to_f32(s[i]);
 		} else {
-			memcpy(f->wide, t->data, n * sizeof(float));
+			memcpy(f->wide, t.data, n * sizeof(float));
 		}
 		w->type = WT_F32;
 		w->data = f->wide;
 		f->wide += n;
 	}
-	f->m->weight_bytes += n * (w->type == WT_BF16 ? 2 : 4);
+	f->m->weight_bytes += wmat_bytes(w);
 	return 0;
 }
 
 static int vector(struct filler *f, const float **out, const char *fmt, int layer)
 {
-	const struct st_tensor *t = get(f, fmt, layer);
-	if (dtype_ok(t, f->name, f->e) < 0)
+	struct tview t;
+	if (get(f, fmt, layer, &t) < 0)
 		return -1;
-	for (uint64_t i = 0; i < t->nelem; i++)
-		f->vec[i] = t->dtype == ST_BF16 ? bf16_to_f32(((const uint16_t *)t->data)[i])
-						: ((const float *)t->data)[i];
+	for (uint64_t i = 0; i < t.nelem; i++)
+		f->vec[i] = t.type == WT_BF16 ? bf16_to_f32(((const uint16_t *)t.data)[i])
+					      : ((const float *)t.data)[i];
 	*out = f->vec;
-	f->vec += t->nelem;
+	f->vec += t.nelem;
 	return 0;
 }
 
@@ -210,12 +262,14 @@ static int fill(struct model *m, const char *name, int f32, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	size_t nvec = 0, nmat = 0;
-	for (int i = 0; i < m->st.ntensors; i++) {
-		const struct st_tensor *t = &m->st.tensors[i];
-		if (t->ndim == 1)
-			nvec += t->nelem;
+	int nt = m->qf ? m->qf->ntensors : m->st.ntensors;
+	for (int i = 0; i < nt; i++) {
+		int ndim = m->qf ? m->qf->t[i].ndim : m->st.tensors[i].ndim;
+		const int64_t *shape = m->qf ? m->qf->t[i].shape : m->st.tensors[i].shape;
+		if (ndim == 1)
+			nvec += (size_t)shape[0];
 		else
-			nmat += t->nelem;
+			nmat += (size_t)shape[0] * (size_t)shape[1];
 	}
 	m->vecs = malloc(sizeof(float) * nvec);
 	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
@@ -253,21 +307,55 @@ static int fill(struct model *m, const char *name, int f32, struct err *e)
 	return 0;
 }
 
+/* The generation defaults' EOS ids must be tokens of the model. */
+static int check_eos(const struct model *m, const char *name, struct err *e)
+{
+	for (int i = 0; i < m->gen.n_eos; i++)
+		if (m->gen.eos_ids[i] >= m->cfg.vocab_size)
+			return err_set(e, "%s: eos_token_id %d is outside the vocabulary "
+				       "(%d)", name, m->gen.eos_ids[i], m->cfg.vocab_size);
+	return 0;
+}
+
+/* A quantized container (lib/qfile.h): validated whole by qfile_open,
+ * config and generation defaults embedded. */
+static int load_container(struct model *m, const char *path, const struct model_opts *o,
+			  struct err *e)
+{
+	if (o->f32)
+		return err_set(e, "%s: a quantized container cannot be widened to "
+			       "float32 (--f32 needs a safetensors model)", path);
+	m->qf = malloc(sizeof *m->qf);
+	if (!m->qf)
+		return err_set(e, "%s: out of memory", path);
+	if (qfile_open(m->qf, path, e) < 0) {
+		free(m->qf);
+		m->qf = NULL;
+		return -1;
+	}
+	m->cfg = m->qf->cfg;
+	m->gen = m->qf->gen;
+	if (check_eos(m, path, e) < 0 || (o->copy && copy_container(m, path, e) < 0) ||
+	    fill(m, path, 0, e) < 0) {
+		model_free(m);
+		return -1;
+	}
+	return 0;
+}
+
 int model_load(struct model *m, const char *path, const struct model_opts *o,
 	       struct err *e)
 {
 	memset(m, 0, sizeof *m);
+	if (qfile_sniff(path))
+		return load_container(m, path, o, e);
 	struct paths p;
 	if (resolve(&p, path, e) < 0 || config_load(&m->cfg, p.cfg, e) < 0)
 		return -1;
 	gen_config_default(&m->gen, &m->cfg);
 	if (access(p.gen, F_OK) == 0 && gen_config_load(&m->gen, p.gen, e) < 0)
 		return -1;
-	for (int i = 0; i < m->gen.n_eos; i++)
-		if (m->gen.eos_ids[i] >= m->cfg.vocab_size)
-			return err_set(e, "%s: eos_token_id %d is outside the vocabulary "
-				       "(%d)", p.gen, m->gen.eos_ids[i], m->cfg.vocab_size);
-	if (st_open(&m->st, p.st, e) < 0)
+	if (check_eos(m, p.gen, e) < 0 || st_open(&m->st, p.st, e) < 0)
 		return -1;
 	if (check_manifest(m, p.st, e) < 0 ||
 	    ((o->copy || !aligned(&m->st)) && copy_file(m, p.st, e) < 0) ||
@@ -281,6 +369,11 @@ int model_load(struct model *m, const char *path, const struct model_opts *o,
 void model_free(struct model *m)
 {
 	st_close(&m->st);
+	if (m->qf) {
+		qfile_close(m->qf);
+		free(m->qf);
+	}
+	free(m->quant);
 	if (m->copy)
 		munmap(m->copy, m->copy_size);
 	free(m->vecs);

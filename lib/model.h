@@ -2,8 +2,11 @@
  * generation defaults and a `struct model_weights` of matrix views.
  *
  * A model is a directory (config.json, model.safetensors, optionally
- * generation_config.json) or the path of a .safetensors file with
- * config.json (and generation_config.json) beside it. The file is mapped,
+ * generation_config.json), the path of a .safetensors file with
+ * config.json (and generation_config.json) beside it, or a quantized
+ * container (.q8, .q4; lib/qfile.h), which embeds its configs and whose
+ * matrices are WT_Q8 / WT_Q4 views (the embedding and the vectors as
+ * stored). The file is mapped,
  * validated (lib/safetensors.h), and diffed against the manifest its config
  * implies (lib/manifest.h): a missing, unexpected or wrong-shape tensor is
  * an error naming it. Matrices must be BF16 or F32.
@@ -19,9 +22,11 @@
  * Norm weights and biases (vectors) are always widened into a small float
  * array the model owns.
  *
- * struct model_weights is the contract with every loader: the quantized
- * container's loader (lib/quant) fills the same struct with WT_Q8 / WT_Q4
- * views, and lib/forward.h runs whatever it holds through kern_matmul().
+ * struct model_weights is the contract with every loader: the container's
+ * loader fills the same struct with WT_Q8 / WT_Q4 views, model_quantize
+ * (lib/qmodel.h) replaces matrices of a loaded model with quantized ones,
+ * and lib/forward.h runs whatever it holds through kern_matmul(). copy
+ * applies to containers too; f32 does not (refused).
  */
 #ifndef MODEL_H
 #define MODEL_H
@@ -29,6 +34,7 @@
 #include <stddef.h>
 #include "config.h"
 #include "err.h"
+#include "qfile.h"
 #include "safetensors.h"
 #include "weights.h"
 
@@ -62,6 +68,8 @@ struct model {
 	struct model_weights w;
 	/* What the model owns; model_free releases it. */
 	struct st_file st;       /* the validated file (views into map or copy) */
+	struct qfile *qf;        /* or the validated container (lib/qfile.h) */
+	void *quant;             /* matrices quantized in memory (model_quantize) */
 	void *copy;              /* anonymous copy of the file, or NULL */
 	size_t copy_size;
 	float *vecs;             /* widened norms and biases */

@@ -176,7 +176,7 @@ static int check_entry(struct qfile *f, int i, const unsigned char *p,
 			       name, tn, t->data_len, dl, type_names[t->type]);
 	if (region(tn, "data", t->data_off, t->data_len, prev_end, size, name, e) < 0)
 		return -1;
-	t->data = f->map.data + t->data_off;
+	t->data = f->base + t->data_off;
 	t->scales = NULL;
 	if (!quantized) {
 		if (t->scales_off != 0)
@@ -187,7 +187,7 @@ static int check_entry(struct qfile *f, int i, const unsigned char *p,
 	uint64_t sl = qf_scales_len(t->type, t->shape, f->group_size);
 	if (region(tn, "scales", t->scales_off, sl, prev_end, size, name, e) < 0)
 		return -1;
-	t->scales = (const float *)(const void *)(f->map.data + t->scales_off);
+	t->scales = (const float *)(const void *)(f->base + t->scales_off);
 	for (uint64_t k = 0; k < sl / 4; k++)
 		if (!isfinite(t->scales[k]))
 			return err_set(e, "%s: tensor %s: scale %" PRIu64 " is not finite",
@@ -230,8 +230,8 @@ int qfile_parse(struct qfile *f, const unsigned char *buf, size_t size,
 		const char *name, struct err *e)
 {
 	memset(f, 0, sizeof *f);
-	f->map.data = buf;
-	f->map.size = size;
+	f->base = buf;
+	f->size = size;
 	if (size < QF_HEADER)
 		return err_set(e, "%s: truncated: %zu bytes, the header alone is %d",
 			       name, size, QF_HEADER);

@@ -84,7 +84,9 @@ struct qtensor {
 };
 
 struct qfile {
-	struct mapfile map;
+	struct mapfile map;    /* qfile_open's mapping (empty after qfile_parse) */
+	const unsigned char *base;  /* the file's bytes */
+	size_t size;
 	int level;             /* 8 or 4 */
 	int group_size;        /* int4; 0 for int8 */
 	bool embeddings;       /* QF_EMBEDDINGS */
@@ -104,9 +106,9 @@ bool qfile_sniff(const char *path);
  * leaves nothing to free; on success the caller frees with qfile_close. */
 int qfile_open(struct qfile *f, const char *path, struct err *e);
 
-/* Validates an in-memory image (the fuzzer's entry point); views point
- * into buf, which must outlive f. name is used in messages. Free with
- * qfile_close (which unmaps nothing here). */
+/* Validates an in-memory image (the fuzzer's entry point, and a copy in
+ * anonymous memory); views point into buf, which must outlive f and which
+ * f does not own. name is used in messages. Free with qfile_close. */
 int qfile_parse(struct qfile *f, const unsigned char *buf, size_t size,
 		const char *name, struct err *e);
 

@@ -2,7 +2,7 @@
  * run-time dispatch and the tiled matmul. */
 #include "quant.h"
 #include "quant_isa.h"
-#include "bf16.h"
+#include "kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -143,6 +143,18 @@ size_t q4_nscales(int rows, int cols, int group)
 	return (size_t)rows * (size_t)(cols / group);
 }
 
+size_t wmat_bytes(const struct wmat *w)
+{
+	size_t n = (size_t)w->rows * (size_t)w->cols;
+	switch (w->type) {
+	case WT_F32: return n * 4;
+	case WT_BF16: return n * 2;
+	case WT_Q8: return n + sizeof(float) * (size_t)w->rows;
+	case WT_Q4: return n / 2 + sizeof(float) * q4_nscales(w->rows, w->cols, w->group_size);
+	}
+	return 0;
+}
+
 void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
 {
 	if (w->type == WT_Q8) {
@@ -164,25 +176,13 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
 	}
 }
 
-void wmat_row_f32(const struct wmat *w, int r, float *out)
-{
-	size_t off = (size_t)r * w->cols;
-	if (w->type == WT_F32) {
-		memcpy(out, (const float *)w->data + off, sizeof(float) * w->cols);
-		return;
-	}
-	const uint16_t *h = (const uint16_t *)w->data + off;
-	for (int c = 0; c < w->cols; c++)
-		out[c] = bf16_to_f32(h[c]);
-}
-
 void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
 		  void *data, float *scales)
 {
 	int n = src->cols;
 	float row[n];
 	for (int r = 0; r < src->rows; r++) {
-		wmat_row_f32(src, r, row);
+		kern_row(src, r, row);
 		if (to == WT_Q8)
 			q8_quantize_row(row, n, (int8_t *)data + (size_t)r * n, &scales[r]);
 		else
@@ -198,7 +198,7 @@ double quant_rel_error(const struct wmat *src, const struct wmat *q)
 	float a[n], b[n];
 	double num = 0, den = 0;
 	for (int r = 0; r < src->rows; r++) {
-		wmat_row_f32(src, r, a);
+		kern_row(src, r, a);
 		quant_dequant_row(q, r, 0, n, b);
 		for (int c = 0; c < n; c++) {
 			double d = (double)a[c] - b[c];
@@ -211,16 +211,6 @@ double quant_rel_error(const struct wmat *src, const struct wmat *q)
 
 /* ---- scalar reference kernels ---- */
 
-/* The canonical fold of 16 partial sums: halves, s[j] += s[j + w] for
- * w = 8, 4, 2, 1. */
-static float fold16(float s[16])
-{
-	for (int w = 8; w >= 1; w /= 2)
-		for (int j = 0; j < w; j++)
-			s[j] += s[j + w];
-	return s[0];
-}
-
 void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		      const float *x, int ldx, int T)
 {
@@ -228,10 +218,10 @@ void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
 		for (int t = 0; t < T; t++) {
 			const float *xt = x + (size_t)t * ldx;
-			float s[16] = { 0 };
+			float s[KDOT_LANES] = { 0 };
 			for (int c = 0; c < w->cols; c++)
 				s[c % 16] = fmaf((float)q[c], xt[c], s[c % 16]);
-			y[(size_t)t * ldy + r] = fold16(s) * w->scales[r];
+			y[(size_t)t * ldy + r] = kern_sum16(s) * w->scales[r];
 		}
 	}
 }
@@ -244,15 +234,15 @@ void q4_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		const float *s = w->scales + (size_t)r * ng;
 		for (int t = 0; t < T; t++) {
 			const float *xt = x + (size_t)t * ldx;
-			float acc[16] = { 0 };
+			float acc[KDOT_LANES] = { 0 };
 			for (int g = 0; g < ng; g++) {
-				float gs[16] = { 0 };
+				float gs[KDOT_LANES] = { 0 };
 				for (int c = g * G; c < (g + 1) * G; c++)
 					gs[c % 16] = fmaf((float)q4_code(w, r, c), xt[c], gs[c % 16]);
 				for (int j = 0; j < 16; j++)
 					acc[j] = fmaf(gs[j], s[g], acc[j]);
 			}
-			y[(size_t)t * ldy + r] = fold16(acc);
+			y[(size_t)t * ldy + r] = kern_sum16(acc);
 		}
 	}
 }
@@ -318,65 +308,28 @@ void q4_matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
 
 /* ---- dispatch ---- */
 
-enum quant_isa quant_isa(void)
+void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		  int r0, int r1, const float *x, int ldx, int T)
 {
-	static int isa = -1;
-	if (isa < 0) {
-		__builtin_cpu_init();
-		int avx512 = __builtin_cpu_supports("avx512f") &&
-			     __builtin_cpu_supports("avx512bw") &&
-			     __builtin_cpu_supports("avx512vl") &&
-			     __builtin_cpu_supports("avx512dq");
-		if (avx512 && __builtin_cpu_supports("avx512vnni"))
-			isa = QI_VNNI;
-		else if (avx512)
-			isa = QI_AVX512;
-		else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-			isa = QI_AVX2;
-		else
-			isa = QI_SCALAR;
-	}
-	return (enum quant_isa)isa;
+	static quant_matmul_fn *const q8[] = {
+		[CPU_SCALAR] = q8_matmul_scalar, [CPU_AVX2] = q8_matmul_avx2,
+		[CPU_AVX512] = q8_matmul_avx512 };
+	static quant_matmul_fn *const q4[] = {
+		[CPU_SCALAR] = q4_matmul_scalar, [CPU_AVX2] = q4_matmul_avx2,
+		[CPU_AVX512] = q4_matmul_avx512 };
+	(w->type == WT_Q8 ? q8 : q4)[level](w, y, ldy, r0, r1, x, ldx, T);
 }
 
-const char *quant_isa_name(enum quant_isa isa)
+int quant_has_vnni(void)
 {
-	static const char *const names[QI_N] = { "scalar", "avx2", "avx512", "avx512-vnni" };
-	return names[isa];
+	return cpu_detect() == CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
 }
 
-void quant_matmul_isa(enum quant_isa isa, const struct wmat *w, float *y, int ldy,
-		      int r0, int r1, const float *x, int ldx, int T)
+void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
+		      float *y, int r0, int r1)
 {
-	static quant_matmul_fn *const q8[QI_N] = {
-		q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512, q8_matmul_avx512 };
-	static quant_matmul_fn *const q4[QI_N] = {
-		q4_matmul_scalar, q4_matmul_avx2, q4_matmul_avx512, q4_matmul_avx512 };
-	(w->type == WT_Q8 ? q8 : q4)[isa](w, y, ldy, r0, r1, x, ldx, T);
-}
-
-void quant_matmul(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		  const float *x, int ldx, int T)
-{
-	quant_matmul_isa(quant_isa(), w, y, ldy, r0, r1, x, ldx, T);
-}
-
-int quant_has_int8_act(void)
-{
-	return quant_isa() == QI_VNNI;
-}
-
-void quant_matvec_q8a_isa(enum quant_isa isa, const struct wmat *w,
-			  const struct q8act *a, float *y, int r0, int r1)
-{
-	if (isa == QI_VNNI)
+	if (vnni)
 		matvec_q8a_vnni(w, a, y, r0, r1);
 	else
 		(w->type == WT_Q8 ? q8_matvec_q8a_scalar : q4_matvec_q8a_scalar)(w, a, y, r0, r1);
-}
-
-void quant_matvec_q8a(const struct wmat *w, const struct q8act *a, float *y,
-		      int r0, int r1)
-{
-	quant_matvec_q8a_isa(quant_isa(), w, a, y, r0, r1);
 }

@@ -36,7 +36,7 @@
  * a thread pool can split by rows and get the same bits for any split. They
  * read the integer codes and widen them in registers; nothing is
  * dequantized into memory. A scalar reference and AVX2 / AVX-512 versions
- * exist; quant_isa() picks the best the CPU supports, once. All follow one
+ * exist, chosen by the caller's lib/cpu.h level. All follow one
  * canonical order (the one of lib/kernels.h's dot), so they are bitwise
  * equal: 16 partial sums start at +0;
  *   int8: weight c goes into s[c % 16] = fmaf(q[c], x[c], s), in increasing
@@ -58,6 +58,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cpu.h"
 #include "err.h"
 #include "weights.h"
 
@@ -89,9 +90,6 @@ void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
  * the report's relative weight error. */
 double quant_rel_error(const struct wmat *src, const struct wmat *q);
 
-/* Row r of a WT_F32 or WT_BF16 matrix as float32 (exact). */
-void wmat_row_f32(const struct wmat *w, int r, float *out);
-
 /* Checks that a matrix of cols columns can use int4 with this group size;
  * on failure fills e with the reason ("group size 48 is not a multiple of
  * 32", "group size 64 does not divide 96 columns"). */
@@ -101,6 +99,10 @@ int q4_check_shape(int cols, int group, struct err *e);
 size_t q8_data_bytes(int rows, int cols);
 size_t q4_data_bytes(int rows, int cols);
 size_t q4_nscales(int rows, int cols, int group);
+
+/* Bytes of a matrix of any type (lib/weights.h), scales included: what a
+ * pass over it reads. */
+size_t wmat_bytes(const struct wmat *w);
 
 /* The code of weight (r, c) of a WT_Q4 matrix, in [-8, 7]. */
 static inline int q4_code(const struct wmat *w, int r, int c)
@@ -119,26 +121,16 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
 
 /* ---- kernels ---- */
 
-enum quant_isa { QI_SCALAR, QI_AVX2, QI_AVX512, QI_VNNI, QI_N };
-
-/* The best ISA this CPU supports (CPUID, including OS support for the
- * registers), decided once. */
-enum quant_isa quant_isa(void);
-const char *quant_isa_name(enum quant_isa isa);
-
 /* y[t * ldy + r] = sum_c W[r][c] x[t * ldx + c] for r in [r0, r1) and
  * t < T: w is WT_Q8 or WT_Q4 (the argument order of kern_matmul,
  * lib/kernels.h). Each output is computed in the same order whatever T, the
- * row range or the split of rows into calls, so chunking a prompt or
- * threading by rows never changes a bit. With T > 1 each block of four rows
- * is read from memory once and reused from cache for every t. Uses the best
- * kernel for this CPU. */
-void quant_matmul(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		  const float *x, int ldx, int T);
-
-/* The same with a chosen ISA (tests; isa must be supported by the CPU). */
-void quant_matmul_isa(enum quant_isa isa, const struct wmat *w, float *y, int ldy,
-		      int r0, int r1, const float *x, int ldx, int T);
+ * row range, the split of rows into calls or the SIMD level, so chunking a
+ * prompt, threading by rows or capping the level never changes a bit. With
+ * T > 1 each block of four rows is read from memory once and reused from
+ * cache for every t. level: the kernels to use (lib/cpu.h), at most
+ * cpu_detect(). */
+void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		  int r0, int r1, const float *x, int ldx, int T);
 
 /* int8 activations: a vector quantized in blocks of Q8A_BLOCK. The caller
  * owns the buffers: q[n_pad], scales[n_pad / Q8A_BLOCK] with n_pad = n
@@ -154,15 +146,15 @@ int q8a_padded(int n);
 /* Quantizes x[n] into a (a->q and a->scales must be allocated). */
 void q8a_quantize(const float *x, int n, struct q8act *a);
 
-/* Whether the int8-activation kernel exists for this CPU (AVX-512 VNNI). */
-int quant_has_int8_act(void);
+/* Whether this CPU has the int8-activation kernel (AVX-512 VNNI, with the
+ * AVX-512 of cpu_detect()). */
+int quant_has_vnni(void);
 
 /* y[r] for r in [r0, r1) from the quantized activations a: w is WT_Q8 or
- * WT_Q4 (group a multiple of Q8A_BLOCK, as every int4 group is). Uses VNNI
- * when the CPU has it, else the scalar reference. */
-void quant_matvec_q8a(const struct wmat *w, const struct q8act *a, float *y,
-		      int r0, int r1);
-void quant_matvec_q8a_isa(enum quant_isa isa, const struct wmat *w,
-			  const struct q8act *a, float *y, int r0, int r1);
+ * WT_Q4 (group a multiple of Q8A_BLOCK, as every int4 group is). vnni: the
+ * VNNI kernel (only where quant_has_vnni()), else the scalar reference; both
+ * compute the same integer block sums, the float sums differ in order. */
+void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
+		      float *y, int r0, int r1);
 
 #endif

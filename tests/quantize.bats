@@ -149,3 +149,17 @@ peek64() {
 	run -1 st-inspect "$BATS_TEST_TMPDIR/n.q8"
 	assert_output "st-inspect: $BATS_TEST_TMPDIR/n.q8: tensor 'lm_head.weight' is missing"
 }
+
+@test "forward runs a container with no other file beside it, mapped or copied" {
+	mkdir "$BATS_TEST_TMPDIR/alone"
+	quantize "$TINY" -o "$BATS_TEST_TMPDIR/alone/m.q4" --level int4 --embeddings 2>/dev/null
+	jq -r '.ids[]' "$GOLDEN/shakespeare-tiny/citizen.json" >"$BATS_TEST_TMPDIR/ids"
+	cd "$BATS_TEST_TMPDIR/alone"
+	forward m.q4 --score --all <"$BATS_TEST_TMPDIR/ids" >"$BATS_TEST_TMPDIR/a.bin"
+	forward m.q4 --score --all --copy --threads 2 <"$BATS_TEST_TMPDIR/ids" >"$BATS_TEST_TMPDIR/b.bin"
+	cmp "$BATS_TEST_TMPDIR/a.bin" "$BATS_TEST_TMPDIR/b.bin"
+	run -0 forward --dump <"$BATS_TEST_TMPDIR/a.bin"
+	[ "${#lines[@]}" -eq 14 ]  # the header and 13 positions
+	run -1 forward m.q4 --f32 --score <"$BATS_TEST_TMPDIR/ids"
+	assert_output "forward: m.q4: a quantized container cannot be widened to float32 (--f32 needs a safetensors model)"
+}

@@ -212,7 +212,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 	 * reference (the same canonical order). */
 	int ldy = rows + 3;
 	float *yref = malloc(sizeof(float) * (size_t)ldy * 5);
-	quant_matmul_isa(QI_SCALAR, &m.w, yref, ldy, 0, rows, x, cols, 5);
+	quant_matmul(CPU_SCALAR, &m.w, yref, ldy, 0, rows, x, cols, 5);
 	double e = 0;
 	for (int t = 0; t < 5; t++) {
 		truth(&m.w, x + (size_t)t * cols, want, mag);
@@ -220,9 +220,9 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		e = et > e ? et : e;
 	}
 	CHECK(e < 1e-5, "%s scalar %dx%d g%d: rel err %g", tn, rows, cols, group, e);
-	for (int isa = 0; isa <= (int)quant_isa(); isa++) {
-		const char *in = quant_isa_name((enum quant_isa)isa);
-		quant_matmul_isa((enum quant_isa)isa, &m.w, y, ldy, 0, rows, x, cols, 5);
+	for (int lv = CPU_SCALAR; lv <= (int)cpu_detect(); lv++) {
+		const char *in = cpu_level_name((enum cpu_level)lv);
+		quant_matmul((enum cpu_level)lv, &m.w, y, ldy, 0, rows, x, cols, 5);
 		int same = 1;
 		for (int t = 0; t < 5; t++)
 			same &= !memcmp(y + (size_t)t * ldy, yref + (size_t)t * ldy,
@@ -234,8 +234,8 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		int k = rows / 3;
 		same = 1;
 		for (int t = 0; t < 5; t++) {
-			quant_matmul_isa((enum quant_isa)isa, &m.w, ys, 0, 0, k, x + (size_t)t * cols, 0, 1);
-			quant_matmul_isa((enum quant_isa)isa, &m.w, ys, 0, k, rows, x + (size_t)t * cols, 0, 1);
+			quant_matmul((enum cpu_level)lv, &m.w, ys, 0, 0, k, x + (size_t)t * cols, 0, 1);
+			quant_matmul((enum cpu_level)lv, &m.w, ys, 0, k, rows, x + (size_t)t * cols, 0, 1);
 			same &= !memcmp(y + (size_t)t * ldy, ys, sizeof(float) * rows);
 		}
 		CHECK(same, "%s %s %dx%d: T=1 calls split by rows differ from one T=5 call",
@@ -250,12 +250,12 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 	struct q8act a = { .q = malloc((size_t)np), .scales = malloc(sizeof(float) * (np / Q8A_BLOCK)) };
 	q8a_quantize(x, cols, &a);
 	float *yr = malloc(sizeof(float) * rows);
-	quant_matvec_q8a_isa(QI_SCALAR, &m.w, &a, yr, 0, rows);
+	quant_matvec_q8a(0, &m.w, &a, yr, 0, rows);
 	truth(&m.w, x, want, mag);
 	double eq = rel_err(yr, want, mag, rows);
 	CHECK(eq < 2e-2, "%s int8-act reference %dx%d: rel err %g vs float", tn, rows, cols, eq);
-	if (quant_has_int8_act()) {
-		quant_matvec_q8a_isa(QI_VNNI, &m.w, &a, y, 0, rows);
+	if (quant_has_vnni()) {
+		quant_matvec_q8a(1, &m.w, &a, y, 0, rows);
 		double dv = 0;
 		for (int r = 0; r < rows; r++) {
 			double d = fabs(y[r] - yr[r]) / (mag[r] + 1e-30);
@@ -297,7 +297,8 @@ static void test_q8a_closed_form(void)
 
 int main(void)
 {
-	printf("quant: best ISA here: %s\n", quant_isa_name(quant_isa()));
+	printf("quant: SIMD here: %s%s\n", cpu_level_name(cpu_detect()),
+	       quant_has_vnni() ? " + VNNI" : "");
 	test_q8_closed_form();
 	test_q4_closed_form();
 	test_q4_beats_rtn();

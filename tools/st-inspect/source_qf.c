@@ -68,9 +68,9 @@ int source_open_qf(struct source *s, const char *path, struct err *e)
 	s->stats = qf_stats;
 	s->path = path;
 	s->format = f->level == 8 ? "qwenpipe container, int8" : "qwenpipe container, int4";
-	s->file_size = f->map.size;
+	s->file_size = f->size;
 	s->config = &f->cfg;
-	s->header_size = f->ntensors ? f->t[0].data_off : f->map.size;
+	s->header_size = f->ntensors ? f->t[0].data_off : f->size;
 	s->data_offset = s->header_size;
 	char vals[QF_NMETA][64];
 	static const char *const keys[QF_NMETA] = { "level", "group_size", "embeddings", "tokenizer" };

@@ -1,0 +1,1015 @@
+/* tokenizer: see tokenizer.h.
+ *
+ * Loading is the slow part to get right: tokenizer.json is 7 MB, almost all
+ * of it model.vocab (151,643 entries) and model.merges (151,387). Those two
+ * are read by a small, strict JSON reader of our own straight from the
+ * mapped file (cJSON would build half a million nodes first); every other
+ * field is a few bytes of JSON handed to cJSON and checked there.
+ */
+#include "tokenizer.h"
+#include "mapfile.h"
+#include "pretok.h"
+#include "utf8.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <utf8proc.h>
+
+struct added {
+	const unsigned char *text; /* content, in t->strings */
+	size_t len;
+	int32_t id;
+	int special;
+};
+
+struct tokenizer {
+	char *path;
+	int nfc;                   /* the normalizer is NFC (else none) */
+	struct bpe bpe;
+	/* decoding: token id's bytes are bytes[off[id] .. off[id + 1]) */
+	int32_t n_ids;
+	uint32_t *off;
+	unsigned char *bytes;
+	unsigned char *flags;      /* per id: F_EXISTS, F_SPECIAL */
+	/* added tokens, longest first; first_byte marks their first bytes */
+	struct added *added;
+	size_t n_added;
+	unsigned char first_byte[256];
+	unsigned char *strings;    /* decoded JSON strings (added contents) */
+	/* scratch: the normalized text of one stretch */
+	unsigned char *norm;
+	size_t norm_cap;
+};
+
+enum { F_EXISTS = 1, F_SPECIAL = 2 };
+
+/* ---- the byte-level alphabet (GPT-2's bytes_to_unicode) ---- */
+
+/* Printable bytes stand for themselves; the other 68 (controls, space,
+ * DEL, C1, NBSP, soft hyphen) are moved to U+0100 and up, in byte order. */
+static void alphabet(int32_t byte_cp[256], int16_t cp_byte[512])
+{
+	int extra = 0;
+	for (int i = 0; i < 512; i++)
+		cp_byte[i] = -1;
+	for (int b = 0; b < 256; b++) {
+		int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) ||
+				(b >= 0xAE && b <= 0xFF);
+		byte_cp[b] = printable ? b : 256 + extra++;
+		cp_byte[byte_cp[b]] = (int16_t)b;
+	}
+}
+
+/* ---- a strict reader for the big arrays ---- */
+
+struct jr {
+	const char *start, *p, *end;
+	struct err *e;
+	unsigned char *out;        /* decoded strings go here, one after another */
+	unsigned char *start_out;  /* where out started */
+};
+
+/* "line N: problem" at the reader's position. */
+static int jr_fail(struct jr *r, const char *what)
+{
+	long line = 1;
+	for (const char *q = r->start; q < r->p && q < r->end; q++)
+		line += *q == '\n';
+	return err_set(r->e, "line %ld: %s", line, what);
+}
+
+static void jr_ws(struct jr *r)
+{
+	while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+		r->p++;
+}
+
+/* Skips whitespace and consumes c, or fails. */
+static int jr_expect(struct jr *r, char c)
+{
+	jr_ws(r);
+	if (r->p >= r->end || *r->p != c) {
+		char msg[32];
+		snprintf(msg, sizeof msg, "expected '%c'", c);
+		return jr_fail(r, msg);
+	}
+	r->p++;
+	return 0;
+}
+
+/* Skips whitespace; consumes c and returns 1 if it is next, else 0. */
+static int jr_accept(struct jr *r, char c)
+{
+	jr_ws(r);
+	if (r->p < r->end && *r->p == c) {
+		r->p++;
+		return 1;
+	}
+	return 0;
+}
+
+static int hex4(const char *p, int32_t *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		int c = p[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+			d = (c | 0x20) - 'a' + 10;
+		else
+			return -1;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+/* Reads a JSON string, decoded to UTF-8, into r->out: *s points at it,
+ * *len is its length, and r->out moves past it. */
+static int jr_string(struct jr *r, const unsigned char **s, size_t *len)
+{
+	if (jr_expect(r, '"') < 0)
+		return -1;
+	unsigned char *o = r->out;
+	*s = o;
+	for (;;) {
+		if (r->p >= r->end)
+			return jr_fail(r, "unterminated string");
+		unsigned char c = (unsigned char)*r->p++;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return jr_fail(r, "control character in string");
+		if (c != '\\') {
+			*o++ = c;
+			continue;
+		}
+		if (r->p >= r->end)
+			return jr_fail(r, "unterminated string");
+		c = (unsigned char)*r->p++;
+		switch (c) {
+		case '"': case '\\': case '/': *o++ = c; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case 'u': {
+			int32_t cp, lo;
+			if (r->end - r->p < 4 || hex4(r->p, &cp) < 0)
+				return jr_fail(r, "bad \\u escape");
+			r->p += 4;
+			if (cp >= 0xD800 && cp <= 0xDBFF) {
+				if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' ||
+				    hex4(r->p + 2, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF)
+					return jr_fail(r, "unpaired surrogate in \\u escape");
+				r->p += 6;
+				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+			} else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+				return jr_fail(r, "unpaired surrogate in \\u escape");
+			}
+			o += utf8_encode(cp, o);
+			break;
+		}
+		default:
+			return jr_fail(r, "bad escape in string");
+		}
+	}
+	*len = (size_t)(o - *s);
+	r->out = o;
+	return 0;
+}
+
+/* Reads a whole number in [0, 2^31). */
+static int jr_id(struct jr *r, int32_t *id)
+{
+	jr_ws(r);
+	int64_t v = 0;
+	const char *q = r->p;
+	while (r->p < r->end && *r->p >= '0' && *r->p <= '9' && v < INT32_MAX)
+		v = v * 10 + (*r->p++ - '0');
+	if (r->p == q || v > INT32_MAX - 1 ||
+	    (r->p < r->end && (*r->p == '.' || *r->p == 'e' || *r->p == 'E' ||
+			       (*r->p >= '0' && *r->p <= '9'))))
+		return jr_fail(r, "expected a token id (a whole number below 2^31)");
+	*id = (int32_t)v;
+	return 0;
+}
+
+/* Skips one JSON value (any kind), checking only its bracketing and its
+ * strings; cJSON checks the rest when the value is one we use. */
+static int jr_skip(struct jr *r)
+{
+	int depth = 0;
+	jr_ws(r);
+	do {
+		if (r->p >= r->end)
+			return jr_fail(r, "unexpected end of file");
+		char c = *r->p;
+		if (c == '"') {
+			unsigned char *keep = r->out;
+			const unsigned char *s;
+			size_t len;
+			if (jr_string(r, &s, &len) < 0)
+				return -1;
+			r->out = keep;
+			continue;
+		}
+		r->p++;
+		if (c == '{' || c == '[')
+			depth++;
+		else if (c == '}' || c == ']')
+			depth--;
+		else if (depth == 0 && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+			/* a bare scalar: runs to the next delimiter */
+			while (r->p < r->end && !strchr(",}] \n\r\t", *r->p))
+				r->p++;
+		}
+	} while (depth > 0);
+	return 0;
+}
+
+/* ---- the vocabulary as a hash table (only while loading) ---- */
+
+struct vocab {
+	struct ventry { const unsigned char *s; uint32_t len; int32_t id; } *slot;
+	size_t mask;
+};
+
+/* FNV-1a, continued from h (so a pair hashes like its concatenation). */
+static uint64_t fnv(uint64_t h, const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ULL;
+	return h;
+}
+#define FNV0 0xcbf29ce484222325ULL
+
+/* The id of a ++ b (b may be empty), or -1. */
+static int32_t vocab_find(const struct vocab *v, const unsigned char *a, size_t na,
+			  const unsigned char *b, size_t nb)
+{
+	size_t i = fnv(fnv(FNV0, a, na), b, nb) & v->mask;
+	for (;; i = (i + 1) & v->mask) {
+		const struct ventry *s = &v->slot[i];
+		if (!s->s)
+			return -1;
+		if (s->len == na + nb && memcmp(s->s, a, na) == 0 &&
+		    memcmp(s->s + na, b, nb) == 0)
+			return s->id;
+	}
+}
+
+/* Adds s -> id; returns 1 if s was already there. */
+static int vocab_add(struct vocab *v, const unsigned char *s, size_t n, int32_t id)
+{
+	size_t i = fnv(FNV0, s, n) & v->mask;
+	for (;; i = (i + 1) & v->mask) {
+		struct ventry *e = &v->slot[i];
+		if (!e->s) {
+			e->s = s;
+			e->len = (uint32_t)n;
+			e->id = id;
+			return 0;
+		}
+		if (e->len == n && memcmp(e->s, s, n) == 0)
+			return 1;
+	}
+}
+
+/* ---- loading ---- */
+
+struct load {
+	struct tokenizer *t;
+	struct jr r;
+	struct vocab v;
+	size_t n_vocab;
+	const char *vocab_at, *merges_at;  /* where the two arrays start */
+	cJSON *added, *normalizer, *pretok, *post, *decoder;
+	int32_t byte_cp[256];
+	int16_t cp_byte[512];
+};
+
+/* Counts the entries of the object or array at r->p, without moving. */
+static int count_entries(struct jr *r, size_t *n)
+{
+	struct jr c = *r;
+	unsigned char *keep = r->out;
+	*n = 0;
+	jr_ws(&c);
+	char close = c.p < c.end && *c.p == '{' ? '}' : ']';
+	if (jr_expect(&c, close == '}' ? '{' : '[') < 0)
+		return -1;
+	if (jr_accept(&c, close))
+		return 0;
+	do {
+		if (close == '}' && (jr_skip(&c) < 0 || jr_expect(&c, ':') < 0))
+			return -1;
+		if (jr_skip(&c) < 0)
+			return -1;
+		(*n)++;
+	} while (jr_accept(&c, ','));
+	r->out = keep;
+	return 0;
+}
+
+static int parse_vocab(struct load *L)
+{
+	struct jr *r = &L->r;
+	struct tokenizer *t = L->t;
+	r->p = L->vocab_at;
+	if (count_entries(r, &L->n_vocab) < 0)
+		return err_prefix(r->e, "model.vocab");
+	size_t cap = 1024;
+	while (cap < 2 * L->n_vocab)
+		cap *= 2;
+	L->v.slot = calloc(cap, sizeof *L->v.slot);
+	if (!L->v.slot)
+		return err_set(r->e, "out of memory");
+	L->v.mask = cap - 1;
+	jr_expect(r, '{');
+	if (jr_accept(r, '}'))
+		return err_set(r->e, "model.vocab is empty");
+	do {
+		const unsigned char *s;
+		size_t len;
+		int32_t id = 0;
+		if (jr_string(r, &s, &len) < 0 || jr_expect(r, ':') < 0 || jr_id(r, &id) < 0)
+			return err_prefix(r->e, "model.vocab");
+		if (vocab_add(&L->v, s, len, id))
+			return err_set(r->e, "model.vocab: '%.*s' appears twice", (int)len, s);
+		if (id >= t->n_ids)
+			t->n_ids = id + 1;
+	} while (jr_accept(r, ','));
+	if (jr_expect(r, '}') < 0)
+		return err_prefix(r->e, "model.vocab");
+	return 0;
+}
+
+/* One merge, "a b" or ["a", "b"]: the two parts. */
+static int read_merge(struct jr *r, const unsigned char **a, size_t *na,
+		      const unsigned char **b, size_t *nb)
+{
+	if (jr_accept(r, '[')) {
+		if (jr_string(r, a, na) < 0 || jr_expect(r, ',') < 0 ||
+		    jr_string(r, b, nb) < 0 || jr_expect(r, ']') < 0)
+			return -1;
+		return 0;
+	}
+	const unsigned char *s;
+	size_t len;
+	if (jr_string(r, &s, &len) < 0)
+		return -1;
+	const unsigned char *sp = memchr(s, ' ', len);
+	if (!sp || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
+		return jr_fail(r, "a merge must be two tokens separated by one space");
+	*a = s;
+	*na = (size_t)(sp - s);
+	*b = sp + 1;
+	*nb = len - *na - 1;
+	return 0;
+}
+
+static int parse_merges(struct load *L)
+{
+	struct jr *r = &L->r;
+	size_t n;
+	r->p = L->merges_at;
+	if (count_entries(r, &n) < 0)
+		return err_prefix(r->e, "model.merges");
+	if (bpe_init(&L->t->bpe, n, r->e) < 0)
+		return -1;
+	jr_expect(r, '[');
+	if (jr_accept(r, ']'))
+		return 0;
+	uint32_t rank = 0;
+	do {
+		const unsigned char *a = NULL, *b = NULL;
+		size_t na = 0, nb = 0;
+		unsigned char *keep = r->out;
+		if (read_merge(r, &a, &na, &b, &nb) < 0)
+			return err_prefix(r->e, "model.merges");
+		int32_t ia = vocab_find(&L->v, a, na, NULL, 0);
+		int32_t ib = vocab_find(&L->v, b, nb, NULL, 0);
+		int32_t iab = vocab_find(&L->v, a, na, b, nb);
+		if (ia < 0 || ib < 0 || iab < 0)
+			return err_set(r->e, "model.merges[%u]: '%.*s' is not in the vocabulary",
+				       rank, ia < 0 ? (int)na : ib < 0 ? (int)nb : (int)(na + nb),
+				       ia < 0 ? a : ib < 0 ? b : a);
+		bpe_add_merge(&L->t->bpe, ia, ib, iab, rank++);
+		r->out = keep; /* the merge's strings are not kept */
+	} while (jr_accept(r, ','));
+	if (jr_expect(r, ']') < 0)
+		return err_prefix(r->e, "model.merges");
+	return 0;
+}
+
+/* Checks that cJSON value v (named name) is null, or a string equal to
+ * want (NULL: any string), or a bool equal to want_bool (-1: any). */
+static int check_scalar(cJSON *v, const char *name, const char *want_str, int want_bool,
+			struct err *e)
+{
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (cJSON_IsBool(v) && want_bool >= 0 && cJSON_IsTrue(v) == want_bool)
+		return 0;
+	if (cJSON_IsBool(v) && want_bool == -1)
+		return 0;
+	if (cJSON_IsString(v) && want_str && strcmp(v->valuestring, want_str) == 0)
+		return 0;
+	char *text = cJSON_PrintUnformatted(v);
+	err_set(e, "%s: %s is not supported", name, text ? text : "this value");
+	free(text);
+	return -1;
+}
+
+/* Parses the JSON value at r->p with cJSON (moving past it). */
+static cJSON *cjson_value(struct jr *r, const char *name)
+{
+	jr_ws(r);
+	const char *at = r->p;
+	if (jr_skip(r) < 0) {
+		err_prefix(r->e, name);
+		return NULL;
+	}
+	cJSON *v = cJSON_ParseWithLength(at, (size_t)(r->p - at));
+	if (!v)
+		err_set(r->e, "%s: not valid JSON", name);
+	return v;
+}
+
+/* A model field other than vocab and merges: must be a supported value. */
+static int model_field(struct load *L, const char *key)
+{
+	static const struct { const char *key, *str; int boolean; } ok[] = {
+		{ "type", "BPE", -2 },
+		{ "dropout", NULL, -2 },
+		{ "unk_token", NULL, -2 },
+		{ "continuing_subword_prefix", "", -2 },
+		{ "end_of_word_suffix", "", -2 },
+		{ "fuse_unk", NULL, -1 }, /* no unknown token: fusing them is moot */
+		{ "byte_fallback", NULL, 0 },
+		{ "ignore_merges", NULL, 0 },
+	};
+	char name[96];
+	snprintf(name, sizeof name, "model.%s", key);
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		if (strcmp(key, ok[i].key) != 0)
+			continue;
+		cJSON *v = cjson_value(&L->r, name);
+		if (!v)
+			return -1;
+		int rc = check_scalar(v, name, ok[i].str, ok[i].boolean, L->r.e);
+		if (rc == 0 && i == 0 && !cJSON_IsString(v))
+			rc = err_set(L->r.e, "model.type: missing");
+		cJSON_Delete(v);
+		return rc;
+	}
+	return err_set(L->r.e, "%s is not supported", name);
+}
+
+static int parse_model(struct load *L)
+{
+	struct jr *r = &L->r;
+	int saw_type = 0;
+	if (jr_expect(r, '{') < 0)
+		return err_prefix(r->e, "model");
+	if (!jr_accept(r, '}')) {
+		do {
+			const unsigned char *k;
+			size_t kn;
+			unsigned char *keep = r->out;
+			if (jr_string(r, &k, &kn) < 0 || jr_expect(r, ':') < 0)
+				return err_prefix(r->e, "model");
+			char key[64];
+			snprintf(key, sizeof key, "%.*s", (int)kn, k);
+			r->out = keep;
+			jr_ws(r);
+			if (strcmp(key, "vocab") == 0 || strcmp(key, "merges") == 0) {
+				*(key[0] == 'v' ? &L->vocab_at : &L->merges_at) = r->p;
+				if (jr_skip(r) < 0)
+					return err_prefix(r->e, key[0] == 'v' ? "model.vocab" : "model.merges");
+				continue;
+			}
+			saw_type |= strcmp(key, "type") == 0;
+			if (model_field(L, key) < 0)
+				return -1;
+		} while (jr_accept(r, ','));
+		if (jr_expect(r, '}') < 0)
+			return err_prefix(r->e, "model");
+	}
+	if (!saw_type)
+		return err_set(r->e, "model.type: missing (only BPE is supported)");
+	if (!L->vocab_at || !L->merges_at)
+		return err_set(r->e, "model: %s missing", L->vocab_at ? "merges" : "vocab");
+	return 0;
+}
+
+/* Whether component c is {"type": type}. */
+static int is_type(const cJSON *c, const char *type)
+{
+	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(c, "type");
+	return cJSON_IsString(ty) && strcmp(ty->valuestring, type) == 0;
+}
+
+static int unsupported(struct err *e, const char *what, const cJSON *c)
+{
+	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(c, "type");
+	return err_set(e, "%s: type %s is not supported", what,
+		       cJSON_IsString(ty) ? ty->valuestring : "(none)");
+}
+
+/* A ByteLevel component: no prefix space; use_regex must be false inside a
+ * Sequence after Split (when regex is true it splits with GPT-2's pattern
+ * on its own, which we do not implement). */
+static int check_bytelevel(const cJSON *c, const char *what, int need_no_regex, struct err *e)
+{
+	if (!is_type(c, "ByteLevel"))
+		return unsupported(e, what, c);
+	char name[96];
+	snprintf(name, sizeof name, "%s.add_prefix_space", what);
+	if (check_scalar(cJSON_GetObjectItemCaseSensitive(c, "add_prefix_space"), name, NULL, 0, e) < 0)
+		return -1;
+	snprintf(name, sizeof name, "%s.use_regex", what);
+	if (need_no_regex &&
+	    check_scalar(cJSON_GetObjectItemCaseSensitive(c, "use_regex"), name, NULL, 0, e) < 0)
+		return -1;
+	return 0;
+}
+
+static int check_pretok(const cJSON *c, struct err *e)
+{
+	if (!c || cJSON_IsNull(c))
+		return err_set(e, "pre_tokenizer: none is not supported (byte-level BPE needs Split + ByteLevel)");
+	if (!is_type(c, "Sequence"))
+		return unsupported(e, "pre_tokenizer", c);
+	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(c, "pretokenizers");
+	if (cJSON_GetArraySize(seq) != 2)
+		return err_set(e, "pre_tokenizer: only Sequence[Split, ByteLevel] is supported");
+	const cJSON *split = cJSON_GetArrayItem(seq, 0);
+	if (!is_type(split, "Split"))
+		return unsupported(e, "pre_tokenizer.pretokenizers[0]", split);
+	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(split, "pattern"), "Regex");
+	if (!cJSON_IsString(pat) || strcmp(pat->valuestring, PRETOK_QWEN2_PATTERN) != 0)
+		return err_set(e, "pre_tokenizer: this Split pattern is not supported "
+			       "(only Qwen2's is implemented)");
+	if (check_scalar(cJSON_GetObjectItemCaseSensitive(split, "behavior"),
+			 "pre_tokenizer: Split behavior", "Isolated", -2, e) < 0 ||
+	    check_scalar(cJSON_GetObjectItemCaseSensitive(split, "invert"),
+			 "pre_tokenizer: Split invert", NULL, 0, e) < 0)
+		return -1;
+	return check_bytelevel(cJSON_GetArrayItem(seq, 1), "pre_tokenizer.pretokenizers[1]", 1, e);
+}
+
+/* Reads added_tokens into t->added (their contents decoded into
+ * t->strings). */
+static int load_added(struct load *L)
+{
+	struct tokenizer *t = L->t;
+	struct err *e = L->r.e;
+	const cJSON *a = L->added;
+	if (a && !cJSON_IsArray(a))
+		return err_set(e, "added_tokens: expected an array");
+	size_t n = (size_t)cJSON_GetArraySize(a), bytes = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, a) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "content");
+		if (cJSON_IsString(c))
+			bytes += strlen(c->valuestring);
+	}
+	t->added = calloc(n ? n : 1, sizeof *t->added);
+	t->strings = malloc(bytes + 1);
+	if (!t->added || !t->strings)
+		return err_set(e, "out of memory");
+	unsigned char *o = t->strings;
+	size_t i = 0;
+	cJSON_ArrayForEach(it, a) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "content");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "special");
+		if (!cJSON_IsString(c) || !c->valuestring[0] || !cJSON_IsNumber(id) ||
+		    id->valuedouble < 0 || id->valuedouble >= INT32_MAX - 1 ||
+		    id->valuedouble != (double)(int32_t)id->valuedouble)
+			return err_set(e, "added_tokens[%zu]: needs a content and a whole id", i);
+		static const char *const off[] = { "single_word", "lstrip", "rstrip", "normalized" };
+		for (size_t k = 0; k < 4; k++) {
+			char name[128];
+			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i, c->valuestring, off[k]);
+			if (check_scalar(cJSON_GetObjectItemCaseSensitive(it, off[k]), name, NULL, 0, e) < 0)
+				return -1;
+		}
+		struct added *ad = &t->added[i++];
+		ad->len = strlen(c->valuestring);
+		memcpy(o, c->valuestring, ad->len);
+		ad->text = o;
+		o += ad->len;
+		ad->id = (int32_t)id->valuedouble;
+		ad->special = cJSON_IsTrue(sp);
+		t->first_byte[ad->text[0]] = 1;
+		if (ad->id >= t->n_ids)
+			t->n_ids = ad->id + 1;
+	}
+	t->n_added = n;
+	return 0;
+}
+
+static int by_length_desc(const void *a, const void *b)
+{
+	const struct added *x = a, *y = b;
+	return (x->len < y->len) - (x->len > y->len);
+}
+
+/* The bytes a token's text stands for: each character through the inverse
+ * alphabet, or, when some character is outside it (an added token such as
+ * "<|im_start|>" is inside it; "你好" would not be), the text itself. This
+ * is HuggingFace's ByteLevel decoder, token by token. Writes to out (room
+ * for n bytes); returns the count. */
+static size_t token_bytes(const struct load *L, const unsigned char *s, size_t n,
+			  unsigned char *out)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n;) {
+		int32_t cp;
+		int len = utf8_decode(s + i, n - i, &cp);
+		if (len == 0 || cp >= 512 || L->cp_byte[cp] < 0) {
+			memcpy(out, s, n);
+			return n;
+		}
+		out[k++] = (unsigned char)L->cp_byte[cp];
+		i += (size_t)len;
+	}
+	return k;
+}
+
+/* Builds the per-id decoding table from the vocabulary and added tokens. */
+static int build_decoder(struct load *L)
+{
+	struct tokenizer *t = L->t;
+	/* every id's bytes are at most its text: the vocabulary's strings
+	 * (all of L->r's output so far) and the added tokens' */
+	size_t string_bytes = (size_t)(L->r.out - L->r.start_out);
+	for (size_t i = 0; i < t->n_added; i++)
+		string_bytes += t->added[i].len;
+	t->off = calloc((size_t)t->n_ids + 1, sizeof *t->off);
+	t->flags = calloc((size_t)t->n_ids, 1);
+	t->bytes = malloc(string_bytes + 1);
+	if (!t->off || !t->flags || !t->bytes)
+		return err_set(L->r.e, "out of memory");
+	/* lengths first (off[id + 1]), then the prefix sums, then the bytes */
+	const unsigned char **text = calloc((size_t)t->n_ids, sizeof *text);
+	uint32_t *tlen = calloc((size_t)t->n_ids, sizeof *tlen);
+	if (!text || !tlen) {
+		free(text);
+		free(tlen);
+		return err_set(L->r.e, "out of memory");
+	}
+	for (size_t i = 0; i <= L->v.mask; i++) {
+		const struct ventry *v = &L->v.slot[i];
+		if (!v->s)
+			continue;
+		if (t->flags[v->id]) {
+			free(text);
+			free(tlen);
+			return err_set(L->r.e, "model.vocab: id %d appears twice", v->id);
+		}
+		t->flags[v->id] = F_EXISTS;
+		text[v->id] = v->s;
+		tlen[v->id] = v->len;
+	}
+	for (size_t i = 0; i < t->n_added; i++) {
+		const struct added *a = &t->added[i];
+		t->flags[a->id] = (unsigned char)(F_EXISTS | (a->special ? F_SPECIAL : 0));
+		text[a->id] = a->text;
+		tlen[a->id] = (uint32_t)a->len;
+	}
+	uint32_t at = 0;
+	for (int32_t id = 0; id < t->n_ids; id++) {
+		t->off[id] = at;
+		if (text[id])
+			at += (uint32_t)token_bytes(L, text[id], tlen[id], t->bytes + at);
+	}
+	t->off[t->n_ids] = at;
+	free(text);
+	free(tlen);
+	return 0;
+}
+
+/* The token of each single byte: the vocabulary entry of its character. */
+static int set_byte_tokens(struct load *L)
+{
+	for (int b = 0; b < 256; b++) {
+		unsigned char ch[4];
+		int n = utf8_encode(L->byte_cp[b], ch);
+		int32_t id = vocab_find(&L->v, ch, (size_t)n, NULL, 0);
+		if (id < 0)
+			return err_set(L->r.e, "model.vocab: no token for byte 0x%02x ('%.*s')",
+				       b, n, ch);
+		L->t->bpe.byte_id[b] = id;
+	}
+	return 0;
+}
+
+/* The top-level fields: the model, and the components checked by cJSON. */
+static int parse_top(struct load *L)
+{
+	struct jr *r = &L->r;
+	if (jr_expect(r, '{') < 0)
+		return -1;
+	if (jr_accept(r, '}'))
+		return err_set(r->e, "model: missing");
+	int saw_model = 0;
+	do {
+		const unsigned char *k;
+		size_t kn;
+		unsigned char *keep = r->out;
+		if (jr_string(r, &k, &kn) < 0 || jr_expect(r, ':') < 0)
+			return -1;
+		char key[64];
+		snprintf(key, sizeof key, "%.*s", (int)kn, k);
+		r->out = keep;
+		cJSON **slot = NULL;
+		if (strcmp(key, "model") == 0) {
+			if (parse_model(L) < 0)
+				return -1;
+			saw_model = 1;
+			continue;
+		} else if (strcmp(key, "added_tokens") == 0) {
+			slot = &L->added;
+		} else if (strcmp(key, "normalizer") == 0) {
+			slot = &L->normalizer;
+		} else if (strcmp(key, "pre_tokenizer") == 0) {
+			slot = &L->pretok;
+		} else if (strcmp(key, "post_processor") == 0) {
+			slot = &L->post;
+		} else if (strcmp(key, "decoder") == 0) {
+			slot = &L->decoder;
+		} else if (strcmp(key, "version") == 0) {
+			if (jr_skip(r) < 0)
+				return -1;
+			continue;
+		} else if (strcmp(key, "truncation") == 0 || strcmp(key, "padding") == 0) {
+			cJSON *v = cjson_value(r, key);
+			int rc = v ? check_scalar(v, key, NULL, -2, r->e) : -1;
+			cJSON_Delete(v);
+			if (rc < 0)
+				return -1;
+			continue;
+		} else {
+			return err_set(r->e, "%s: this field is not supported", key);
+		}
+		cJSON_Delete(*slot);
+		if (!(*slot = cjson_value(r, key)))
+			return -1;
+	} while (jr_accept(r, ','));
+	if (jr_expect(r, '}') < 0)
+		return -1;
+	jr_ws(r);
+	if (r->p != r->end)
+		return jr_fail(r, "trailing data after the JSON object");
+	if (!saw_model)
+		return err_set(r->e, "model: missing");
+	return 0;
+}
+
+static int check_components(struct load *L)
+{
+	struct err *e = L->r.e;
+	const cJSON *nz = L->normalizer;
+	if (nz && !cJSON_IsNull(nz) && !is_type(nz, "NFC"))
+		return unsupported(e, "normalizer", nz);
+	L->t->nfc = nz && !cJSON_IsNull(nz);
+	if (check_pretok(L->pretok, e) < 0)
+		return -1;
+	if (L->post && !cJSON_IsNull(L->post) &&
+	    check_bytelevel(L->post, "post_processor", 0, e) < 0)
+		return -1;
+	if (!L->decoder || cJSON_IsNull(L->decoder))
+		return err_set(e, "decoder: none is not supported (only ByteLevel)");
+	return check_bytelevel(L->decoder, "decoder", 0, e);
+}
+
+static char *tokenizer_file(const char *path)
+{
+	struct stat st;
+	int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	size_t n = strlen(path) + sizeof "/tokenizer.json";
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, dir ? "%s/tokenizer.json" : "%s", path);
+	return p;
+}
+
+struct tokenizer *tok_load(const char *path, struct err *e)
+{
+	struct tokenizer *t = calloc(1, sizeof *t);
+	struct load L = { .t = t };
+	struct mapfile m = { 0 };
+	unsigned char *strings = NULL;
+	int rc = -1;
+	if (!t || !(t->path = tokenizer_file(path))) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	if (mapfile_open(&m, t->path, e) < 0)
+		goto out;
+	strings = malloc(m.size + 1);
+	if (!strings) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	alphabet(L.byte_cp, L.cp_byte);
+	L.r = (struct jr){ .start = (const char *)m.data, .p = (const char *)m.data,
+			   .end = (const char *)m.data + m.size, .e = e, .out = strings, .start_out = strings };
+	if (!m.data) {
+		err_set(e, "empty file");
+		goto prefix;
+	}
+	if (parse_top(&L) < 0 || check_components(&L) < 0 || load_added(&L) < 0 ||
+	    parse_vocab(&L) < 0 || parse_merges(&L) < 0 || set_byte_tokens(&L) < 0 ||
+	    build_decoder(&L) < 0)
+		goto prefix;
+	qsort(t->added, t->n_added, sizeof *t->added, by_length_desc);
+	rc = 0;
+	goto out;
+prefix:
+	err_prefix(e, t->path);
+out:
+	free(L.v.slot);
+	free(strings);
+	cJSON_Delete(L.added);
+	cJSON_Delete(L.normalizer);
+	cJSON_Delete(L.pretok);
+	cJSON_Delete(L.post);
+	cJSON_Delete(L.decoder);
+	mapfile_close(&m);
+	if (rc < 0) {
+		tok_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void tok_free(struct tokenizer *t)
+{
+	if (!t)
+		return;
+	bpe_free(&t->bpe);
+	free(t->path);
+	free(t->off);
+	free(t->bytes);
+	free(t->flags);
+	free(t->added);
+	free(t->strings);
+	free(t->norm);
+	free(t);
+}
+
+const char *tok_path(const struct tokenizer *t)
+{
+	return t->path;
+}
+
+int32_t tok_n_ids(const struct tokenizer *t)
+{
+	return t->n_ids;
+}
+
+const unsigned char *tok_bytes(const struct tokenizer *t, int32_t id, size_t *len)
+{
+	if (id < 0 || id >= t->n_ids || !(t->flags[id] & F_EXISTS))
+		return NULL;
+	*len = t->off[id + 1] - t->off[id];
+	return t->bytes + t->off[id];
+}
+
+int tok_is_special(const struct tokenizer *t, int32_t id)
+{
+	return id >= 0 && id < t->n_ids && (t->flags[id] & F_SPECIAL);
+}
+
+/* ---- encoding ---- */
+
+/* The next added token in s[from..n): its start (*at) and entry, or NULL. */
+static const struct added *next_added(const struct tokenizer *t, const unsigned char *s,
+				      size_t n, size_t from, int flags, size_t *at)
+{
+	for (size_t i = from; i < n; i++) {
+		if (!t->first_byte[s[i]])
+			continue;
+		for (size_t k = 0; k < t->n_added; k++) { /* longest first */
+			const struct added *a = &t->added[k];
+			if (a->len <= n - i && memcmp(s + i, a->text, a->len) == 0 &&
+			    !(a->special && (flags & TOK_NO_SPECIAL))) {
+				*at = i;
+				return a;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int grow_norm(struct tokenizer *t, size_t need)
+{
+	if (need <= t->norm_cap)
+		return 0;
+	size_t cap = t->norm_cap ? t->norm_cap : 4096;
+	while (cap < need)
+		cap *= 2;
+	unsigned char *p = realloc(t->norm, cap);
+	if (!p)
+		return -1;
+	t->norm = p;
+	t->norm_cap = cap;
+	return 0;
+}
+
+/* NFC of s[0..n) into t->norm (*out_n bytes). Runs of valid UTF-8 are
+ * normalized each on its own; invalid bytes are copied and counted. Text
+ * with no byte from 0xCC up (all code points below U+0300, where nothing
+ * decomposes or combines with what precedes it) is already NFC. */
+static int normalize(struct tokenizer *t, const unsigned char *s, size_t n,
+		     size_t *out_n, size_t *n_invalid, struct err *e)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		int high = 0;
+		while (j < n) {
+			int32_t cp;
+			int len = s[j] < 0x80 ? 1 : utf8_decode(s + j, n - j, &cp);
+			if (len == 0)
+				break;
+			high |= s[j] >= 0xCC;
+			j += (size_t)len;
+		}
+		if (j > i) {
+			utf8proc_uint8_t *nf = NULL;
+			const unsigned char *src = s + i;
+			size_t len = j - i;
+			if (high && t->nfc) {
+				utf8proc_ssize_t r = utf8proc_map(s + i, (utf8proc_ssize_t)(j - i), &nf,
+								  UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+				if (r < 0)
+					return err_set(e, "NFC: %s", utf8proc_errmsg(r));
+				src = nf;
+				len = (size_t)r;
+			}
+			if (grow_norm(t, o + len + 1) < 0) {
+				free(nf);
+				return err_set(e, "out of memory");
+			}
+			memcpy(t->norm + o, src, len);
+			o += len;
+			free(nf);
+		}
+		if (j < n) { /* one invalid byte */
+			if (grow_norm(t, o + 1) < 0)
+				return err_set(e, "out of memory");
+			t->norm[o++] = s[j++];
+			++*n_invalid;
+		}
+		i = j;
+	}
+	*out_n = o;
+	return 0;
+}
+
+/* A stretch of text between added tokens: normalize, split, merge. */
+static int encode_text(struct tokenizer *t, const unsigned char *s, size_t n,
+		       struct idvec *out, size_t *n_invalid, struct err *e)
+{
+	size_t len = 0;
+	if (normalize(t, s, n, &len, n_invalid, e) < 0)
+		return -1;
+	for (size_t i = 0; i < len;) {
+		size_t j = pretok_next(t->norm, len, i);
+		if (bpe_encode(&t->bpe, t->norm + i, j - i, out, e) < 0)
+			return -1;
+		i = j;
+	}
+	return 0;
+}
+
+int tok_encode(struct tokenizer *t, const unsigned char *s, size_t n, int flags,
+	       struct idvec *out, size_t *n_invalid, struct err *e)
+{
+	size_t bad = 0, pos = 0;
+	while (pos < n) {
+		size_t at = n;
+		const struct added *a = next_added(t, s, n, pos, flags, &at);
+		if (at > pos && encode_text(t, s + pos, at - pos, out, &bad, e) < 0)
+			return -1;
+		if (!a)
+			break;
+		if (idvec_push(out, a->id) < 0)
+			return err_set(e, "out of memory");
+		pos = at + a->len;
+	}
+	if (n_invalid)
+		*n_invalid = bad;
+	return 0;
+}

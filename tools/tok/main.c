@@ -1,0 +1,420 @@
+/* tok: text to Qwen2.5 token ids and back, and chat rendering.
+ *
+ *   tok encode [FILE...]   text (stdin, or each FILE; - is stdin) -> one id per line
+ *   tok decode [FILE...]   ids separated by any whitespace -> text, streamed
+ *   tok chat               messages (JSON on stdin, or --system/--user) -> ids
+ *
+ * The tokenizer: --tokenizer PATH (a tokenizer.json or a model directory),
+ * else $QWENPIPE_TOKENIZER, else the bundled
+ * data/qwen2.5-0.5b-instruct/tokenizer.json, found from where the tok
+ * executable is (see default_tokenizer), so it works from anywhere.
+ */
+#include "chat.h"
+#include "cli.h"
+#include "tokenizer.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char USAGE[] =
+	"tok encode [--no-special] [--pieces|--count|--json] [FILE...]\n"
+	"       tok decode [--skip-special] [FILE...]\n"
+	"       tok chat [--system TEXT] [--user TEXT] [--no-generation-prompt]\n"
+	"                [--text|--pieces|--count|--json]\n"
+	"       (each takes --tokenizer PATH; default $QWENPIPE_TOKENIZER, else the bundled Qwen2.5 one)";
+
+#define ENV_TOKENIZER "QWENPIPE_TOKENIZER"
+#define BUNDLED "qwen2.5-0.5b-instruct/tokenizer.json"
+
+enum out_mode { OUT_IDS, OUT_PIECES, OUT_COUNT, OUT_JSON, OUT_TEXT };
+
+struct opts {
+	const char *cmd;
+	const char *tokenizer;     /* --tokenizer; NULL: environment or bundled */
+	int flags;                 /* --no-special: TOK_NO_SPECIAL */
+	int skip_special;          /* decode --skip-special */
+	enum out_mode out;         /* --pieces, --count, --json, (chat) --text */
+	int out_set;
+	const char *system, *user; /* chat --system, --user */
+	int generation_prompt;     /* chat: 0 with --no-generation-prompt */
+	char **files;              /* the operands */
+	int n_files;
+};
+
+static int exists(const char *p)
+{
+	return access(p, R_OK) == 0;
+}
+
+/* The bundled tokenizer, found from the executable's own directory D:
+ * D/../share/qwenpipe/BUNDLED (after `make install`), else the first
+ * D/data/BUNDLED, D/../data/BUNDLED, ... up to four levels up (bin/tok and
+ * build/san/bin/tok in a checkout). NULL when none exists. */
+static char *default_tokenizer(void)
+{
+	static char path[PATH_MAX + 64];
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	char *dir = dirname(exe);
+	snprintf(path, sizeof path, "%s/../share/qwenpipe/%s", dir, BUNDLED);
+	if (exists(path))
+		return path;
+	char up[64] = "";
+	for (int i = 0; i <= 4; i++, strcat(up, "../")) {
+		snprintf(path, sizeof path, "%s/%sdata/%s", dir, up, BUNDLED);
+		if (exists(path))
+			return path;
+	}
+	return NULL;
+}
+
+static struct tokenizer *load(const struct opts *o)
+{
+	const char *path = o->tokenizer;
+	if (!path)
+		path = getenv(ENV_TOKENIZER);
+	if (!path || !*path)
+		path = default_tokenizer();
+	if (!path) {
+		fprintf(stderr, "%s: the bundled tokenizer (data/%s) is not next to this executable\n"
+			"hint: give one with --tokenizer PATH or %s=PATH\n", cli_prog(), BUNDLED,
+			ENV_TOKENIZER);
+		exit(EXIT_FAIL);
+	}
+	struct err e;
+	struct tokenizer *t = tok_load(path, &e);
+	if (!t)
+		die_err(&e);
+	return t;
+}
+
+/* Reads all of FILE (or stdin for "-") into a malloc'd buffer. */
+static unsigned char *read_all(const char *name, size_t *n)
+{
+	FILE *f = strcmp(name, "-") ? fopen(name, "rb") : stdin;
+	if (!f)
+		die("%s: %s", name, strerror(errno));
+	size_t cap = 1 << 16, k = 0;
+	unsigned char *b = malloc(cap);
+	for (;;) {
+		if (!b)
+			die("out of memory");
+		k += fread(b + k, 1, cap - k, f);
+		if (k < cap)
+			break;
+		b = realloc(b, cap *= 2);
+	}
+	if (ferror(f))
+		die("%s: %s", strcmp(name, "-") ? name : "<stdin>", strerror(errno));
+	if (f != stdin)
+		fclose(f);
+	*n = k;
+	return b;
+}
+
+/* One token's bytes for --pieces: printable ASCII and complete UTF-8
+ * characters as they are; backslash, \n, \r, \t escaped; every other byte
+ * (controls, a partial character) as \xHH. */
+static void print_piece(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		int32_t cp;
+		int len = utf8_decode(s + i, n - i, &cp);
+		if (s[i] == '\\')
+			fputs("\\\\", stdout);
+		else if (s[i] == '\n')
+			fputs("\\n", stdout);
+		else if (s[i] == '\r')
+			fputs("\\r", stdout);
+		else if (s[i] == '\t')
+			fputs("\\t", stdout);
+		else if (len == 0 || cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0))
+			printf("\\x%02X", s[i]), len = 1;
+		else
+			fwrite(s + i, 1, (size_t)len, stdout);
+		i += len > 0 ? (size_t)len : 1;
+	}
+}
+
+static void write_ids(const struct tokenizer *t, const struct idvec *ids, enum out_mode out)
+{
+	switch (out) {
+	case OUT_COUNT:
+		printf("%zu\n", ids->n);
+		break;
+	case OUT_JSON:
+		putchar('[');
+		for (size_t i = 0; i < ids->n; i++)
+			printf(i ? ",%d" : "%d", ids->v[i]);
+		puts("]");
+		break;
+	case OUT_PIECES:
+		for (size_t i = 0; i < ids->n; i++) {
+			size_t len;
+			const unsigned char *b = tok_bytes(t, ids->v[i], &len);
+			printf("%d\t", ids->v[i]);
+			print_piece(b, len);
+			putchar('\n');
+		}
+		break;
+	default:
+		for (size_t i = 0; i < ids->n; i++)
+			printf("%d\n", ids->v[i]);
+		break;
+	}
+}
+
+static void encode_one(struct tokenizer *t, const struct opts *o, const char *name,
+		       const unsigned char *s, size_t n, int *warned)
+{
+	struct idvec ids = { 0 };
+	struct err e;
+	size_t bad;
+	if (tok_encode(t, s, n, o->flags, &ids, &bad, &e) < 0)
+		die_err(&e);
+	if (bad && !*warned) {
+		warn("%s: %zu byte%s not valid UTF-8, each encoded as its own byte token",
+		     strcmp(name, "-") ? name : "<stdin>", bad, bad == 1 ? " is" : "s are");
+		*warned = 1;
+	}
+	write_ids(t, &ids, o->out);
+	idvec_free(&ids);
+}
+
+static int cmd_encode(const struct opts *o)
+{
+	struct tokenizer *t = load(o);
+	static char *dash[] = { "-" };
+	char **files = o->n_files ? o->files : dash;
+	int n = o->n_files ? o->n_files : 1, warned = 0;
+	for (int i = 0; i < n; i++) {
+		size_t len;
+		unsigned char *s = read_all(files[i], &len);
+		encode_one(t, o, files[i], s, len, &warned);
+		free(s);
+	}
+	tok_free(t);
+	return EXIT_OK;
+}
+
+/* Decodes one id (text in tok[0..n)), writing its bytes through the
+ * holder. */
+static void decode_one(const struct tokenizer *t, const struct opts *o, const char *name,
+		       long line, const char *tok, size_t n, struct utf8_hold *h)
+{
+	long v = -1;
+	if (n > 0 && n <= 10 && strspn(tok, "0123456789") == n)
+		v = strtol(tok, NULL, 10);
+	if (v < 0)
+		die("%s: line %ld: '%.*s%s' is not a token id", name, line,
+		    n > 24 ? 24 : (int)n, tok, n > 24 ? "..." : "");
+	size_t len;
+	const unsigned char *b = v <= INT32_MAX ? tok_bytes(t, (int32_t)v, &len) : NULL;
+	if (!b)
+		die("%s: line %ld: %ld is not in the vocabulary (ids 0..%d)", name, line, v,
+		    tok_n_ids(t) - 1);
+	if (o->skip_special && tok_is_special(t, (int32_t)v))
+		return;
+	unsigned char out[512];
+	while (len > 0) { /* tokens are short; a long one goes in chunks */
+		size_t k = len < sizeof out - 3 ? len : sizeof out - 3;
+		size_t m = utf8_hold_push(h, b, k, out);
+		if (fwrite(out, 1, m, stdout) != m)
+			cli_exit(EXIT_FAIL);
+		b += k;
+		len -= k;
+	}
+}
+
+/* Streams ids to text: input is read as it arrives (read(2)), and what
+ * each read completes is written and flushed at once, so a pipeline shows
+ * text as it is generated; a character split across tokens waits for the
+ * token that completes it. */
+static void decode_fd(const struct tokenizer *t, const struct opts *o, int fd,
+		      const char *name, struct utf8_hold *h)
+{
+	char buf[1 << 16], tok[32];
+	size_t tn = 0;
+	long line = 1, tok_line = 1;
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die("%s: %s", name, strerror(errno));
+		for (ssize_t i = 0; i <= r; i++) {
+			int end = i == r;
+			if (end && r > 0)
+				break;
+			char c = end ? ' ' : buf[i];
+			if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {
+				if (tn) {
+					tok[tn < sizeof tok ? tn : sizeof tok - 1] = 0;
+					decode_one(t, o, name, tok_line, tok, tn, h);
+					tn = 0;
+				}
+				line += c == '\n';
+				continue;
+			}
+			if (!tn)
+				tok_line = line;
+			if (tn < sizeof tok - 1)
+				tok[tn] = c;
+			tn++;
+		}
+		if (fflush(stdout) != 0)
+			cli_exit(EXIT_FAIL);
+		if (r == 0)
+			return;
+	}
+}
+
+static int cmd_decode(const struct opts *o)
+{
+	struct tokenizer *t = load(o);
+	struct utf8_hold h = { 0 };
+	static char *dash[] = { "-" };
+	char **files = o->n_files ? o->files : dash;
+	int n = o->n_files ? o->n_files : 1;
+	for (int i = 0; i < n; i++) {
+		int stdin_ = !strcmp(files[i], "-");
+		int fd = stdin_ ? 0 : open(files[i], O_RDONLY);
+		if (fd < 0)
+			die("%s: %s", files[i], strerror(errno));
+		decode_fd(t, o, fd, stdin_ ? "<stdin>" : files[i], &h);
+		if (!stdin_)
+			close(fd);
+	}
+	unsigned char rest[4];
+	size_t m = utf8_hold_flush(&h, rest);
+	if (fwrite(rest, 1, m, stdout) != m)
+		cli_exit(EXIT_FAIL);
+	tok_free(t);
+	return EXIT_OK;
+}
+
+static int cmd_chat(const struct opts *o)
+{
+	struct tokenizer *t = load(o);
+	struct err e;
+	/* the template shipped beside tokenizer.json must be the one we render */
+	const char *tp = tok_path(t);
+	size_t dl = strlen(tp);
+	while (dl > 0 && tp[dl - 1] != '/')
+		dl--;
+	char config[PATH_MAX + 32];
+	snprintf(config, sizeof config, "%.*stokenizer_config.json", (int)dl, tp);
+	if (chat_check(config, &e) < 0)
+		die_err(&e);
+
+	struct chat_msg *msgs = NULL;
+	size_t count = 0;
+	if (o->system || o->user) {
+		msgs = calloc(2, sizeof *msgs);
+		if (!msgs)
+			die("out of memory");
+		if (o->system)
+			msgs[count++] = (struct chat_msg){ strdup("system"), strdup(o->system) };
+		if (o->user)
+			msgs[count++] = (struct chat_msg){ strdup("user"), strdup(o->user) };
+	} else {
+		size_t n;
+		unsigned char *s = read_all("-", &n);
+		if (chat_parse((const char *)s, n, &msgs, &count, &e) < 0) {
+			err_prefix(&e, "<stdin>");
+			die_err(&e);
+		}
+		free(s);
+	}
+	char *text;
+	size_t len;
+	if (chat_render(msgs, count, o->generation_prompt, &text, &len, &e) < 0)
+		die_err(&e);
+	if (o->out == OUT_TEXT) {
+		fwrite(text, 1, len, stdout);
+	} else {
+		int warned = 0;
+		encode_one(t, o, "-", (const unsigned char *)text, len, &warned);
+	}
+	free(text);
+	chat_free(msgs, count);
+	tok_free(t);
+	return EXIT_OK;
+}
+
+static void set_out(struct opts *o, enum out_mode m, const char *flag)
+{
+	if (o->out_set && o->out != m)
+		die_usage("%s: only one of --pieces, --count, --json, --text", flag);
+	o->out = m;
+	o->out_set = 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .generation_prompt = 1, .out = OUT_IDS };
+	cli_init("tok", USAGE);
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: %s\n", USAGE);
+		return EXIT_OK;
+	}
+	if (argc < 2)
+		die_usage("missing command (encode, decode or chat)");
+	o.cmd = argv[1];
+	int enc = !strcmp(o.cmd, "encode"), dec = !strcmp(o.cmd, "decode");
+	int chat = !strcmp(o.cmd, "chat");
+	if (!enc && !dec && !chat)
+		die_usage("unknown command '%s' (encode, decode or chat)", o.cmd);
+	o.files = calloc((size_t)argc, sizeof *o.files);
+	int only_files = 0;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		/* a flag that takes a value: its value, or a usage error */
+#define VALUE() (i + 1 < argc ? argv[++i] : (die_usage("%s: needs a value", a), ""))
+		if (only_files || a[0] != '-' || !strcmp(a, "-"))
+			o.files[o.n_files++] = argv[i];
+		else if (!strcmp(a, "--"))
+			only_files = 1;
+		else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			printf("usage: %s\n", USAGE);
+			return EXIT_OK;
+		} else if (!strcmp(a, "--tokenizer"))
+			o.tokenizer = VALUE();
+		else if (!strcmp(a, "--no-special") && (enc || chat))
+			o.flags |= TOK_NO_SPECIAL;
+		else if (!strcmp(a, "--skip-special") && dec)
+			o.skip_special = 1;
+		else if (!strcmp(a, "--pieces") && !dec)
+			set_out(&o, OUT_PIECES, a);
+		else if (!strcmp(a, "--count") && !dec)
+			set_out(&o, OUT_COUNT, a);
+		else if (!strcmp(a, "--json") && !dec)
+			set_out(&o, OUT_JSON, a);
+		else if (!strcmp(a, "--text") && chat)
+			set_out(&o, OUT_TEXT, a);
+		else if (!strcmp(a, "--system") && chat)
+			o.system = VALUE();
+		else if (!strcmp(a, "--user") && chat)
+			o.user = VALUE();
+		else if (!strcmp(a, "--no-generation-prompt") && chat)
+			o.generation_prompt = 0;
+		else
+			die_usage("%s: unknown option for tok %s", a, o.cmd);
+#undef VALUE
+	}
+	if (chat && o.n_files)
+		die_usage("%s: tok chat takes no files (messages come on stdin)", o.files[0]);
+	int rc = enc ? cmd_encode(&o) : dec ? cmd_decode(&o) : cmd_chat(&o);
+	free(o.files);
+	cli_exit(rc);
+}
