@@ -18,6 +18,7 @@
  * without the synthetic model it says so and exits 0: `make bench` runs
  * every benchmark and this one has nothing to measure then.
  */
+#include "bench.h"
 #include "forward.h"
 #include "model.h"
 #include "rng.h"
@@ -32,13 +33,6 @@
 enum { PROMPT = 16, TOKENS = 32, REPS = 3, SEED = 1 };
 static const char *flags =
 	"--temperature 0.7 --top-k 20 --top-p 0.8 --repeat-penalty 1.1 --ignore-eos";
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct gen {
 	float *logits;   /* the last frame's logits, copied as sample gets them */
@@ -79,7 +73,7 @@ static double in_process(struct forward *f, struct sampler *s, float *buf,
 			goto fail;
 		ids[n] = id;
 		if (n == 0)
-			t_first = now();
+			t_first = bench_now();
 		if (n == TOKENS - 1)
 			break;
 		sampler_add_context(s, &id, 1, &e);
@@ -87,7 +81,7 @@ static double in_process(struct forward *f, struct sampler *s, float *buf,
 		if (forward_eval(f, &one, 1, 0, keep, &g, &e) < 0)
 			goto fail;
 	}
-	return (TOKENS - 1) / (now() - t_first);
+	return (TOKENS - 1) / (bench_now() - t_first);
 fail:
 	fprintf(stderr, "bench/pipeline: %s\n", e.msg);
 	exit(1);
@@ -140,12 +134,6 @@ static double pipeline(const char *model, const int *prompt, int *ids)
 	return tps;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
 	char model_path[4096];
@@ -194,25 +182,15 @@ int main(int argc, char **argv)
 		b[r] = in_process(&f, s, buf, prompt, ids_b);
 		same &= !memcmp(ids_a, ids_b, sizeof ids_a);
 	}
-	qsort(a, REPS, sizeof a[0], cmp_double);
-	qsort(b, REPS, sizeof b[0], cmp_double);
-	double load = -1;
-	FILE *la = fopen("/proc/loadavg", "r");
-	if (la) {
-		if (fscanf(la, "%lf", &load) != 1)
-			load = -1;
-		fclose(la);
-	}
-	char date[32];
-	time_t t = time(NULL);
-	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-	printf("{\"bench\": \"pipeline\", \"date\": \"%s\", \"load1\": %.2f, "
-	       "\"model\": \"%s\", \"threads\": %d, \"tokens\": %d, \"reps\": %d, "
+	qsort(a, REPS, sizeof a[0], bench_cmp_double);
+	qsort(b, REPS, sizeof b[0], bench_cmp_double);
+	bench_open("pipeline");
+	printf(", \"model\": \"%s\", \"threads\": %d, \"tokens\": %d, \"reps\": %d, "
 	       "\"pipeline_tok_s\": {\"median\": %.2f, \"best\": %.2f}, "
 	       "\"in_process_tok_s\": {\"median\": %.2f, \"best\": %.2f}, "
 	       "\"overhead_median\": %.4f, \"same_tokens\": %s}\n",
-	       date, load, model_path, f.threads, TOKENS, REPS, a[REPS / 2],
-	       a[REPS - 1], b[REPS / 2], b[REPS - 1], 1 - a[REPS / 2] / b[REPS / 2],
+	       model_path, f.threads, TOKENS, REPS, a[REPS / 2], a[REPS - 1],
+	       b[REPS / 2], b[REPS - 1], 1 - a[REPS / 2] / b[REPS / 2],
 	       same ? "true" : "false");
 	free(buf);
 	sampler_free(s);

@@ -9,6 +9,7 @@
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
+#include "bench.h"
 #include "rng.h"
 #include "sampler.h"
 
@@ -19,19 +20,6 @@
 
 #define LOGITS "tests/golden/shakespeare-tiny/romeo.last.f32"
 enum { REPS = 300 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 int main(void)
 {
@@ -74,30 +62,19 @@ int main(void)
 					.repetition_penalty = 1 } },
 	};
 	int nc = sizeof cases / sizeof cases[0];
-	/* The machine is shared: the load goes with the figures. */
-	double load = -1;
-	FILE *la = fopen("/proc/loadavg", "r");
-	if (la) {
-		if (fscanf(la, "%lf", &load) != 1)
-			load = -1;
-		fclose(la);
-	}
-	char date[32];
-	time_t tnow = time(NULL);
-	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnow));
-	printf("{\"bench\": \"sampler\", \"date\": \"%s\", \"load1\": %.2f, "
-	       "\"n_vocab\": %d, \"unit\": \"us/token\"", date, load, n);
+	bench_open("sampler");
+	printf(", \"n_vocab\": %d, \"unit\": \"us/token\"", n);
 	for (int c = 0; c < nc; c++) {
 		double t[REPS];
 		for (int i = 0; i < REPS; i++) {
-			double t0 = now();
+			double t0 = bench_now();
 			if (sampler_next(s, x, &cases[c].p, &r, &e) < 0) {
 				fprintf(stderr, "%s\n", e.msg);
 				return 1;
 			}
-			t[i] = (now() - t0) * 1e6;
+			t[i] = (bench_now() - t0) * 1e6;
 		}
-		qsort(t, REPS, sizeof t[0], cmp_double);
+		qsort(t, REPS, sizeof t[0], bench_cmp_double);
 		printf(", \"%s\": {\"median\": %.1f, \"best\": %.1f}", cases[c].name,
 		       t[REPS / 2], t[0]);
 	}

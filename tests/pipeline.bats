@@ -8,14 +8,7 @@ load test_helper
 
 setup() {
 	load_assert
-	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
-	mkdir -p "$TMPDIR"
-}
-
-# Nothing may be left in $TMPDIR (forward's FIFO directory is forward.*).
-tmpdir_empty() {
-	run ls -A "$TMPDIR"
-	assert_output ""
+	private_tmpdir
 }
 
 ids_of() { jq -r '.ids | join(" ")' "$GOLDEN/shakespeare-tiny/$1.json"; }

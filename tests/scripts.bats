@@ -5,8 +5,7 @@ load test_helper
 
 setup() {
 	load_assert
-	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
-	mkdir -p "$TMPDIR"
+	private_tmpdir
 	GEN="$ROOT/scripts/generate"
 	CHAT="$ROOT/scripts/chat"
 }
@@ -18,8 +17,7 @@ greedy_text() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json" | tok de
 	[ "$(printf 'ROMEO:' | tok encode | tr '\n' ' ')" = "$(jq -r '.ids | join(" ")' "$GOLDEN/shakespeare-tiny/romeo.json") " ]
 	run -0 "$GEN" "$TINY" "ROMEO:" --greedy -n 48
 	[ "$output" = "$(greedy_text romeo)" ]
-	run ls -A "$TMPDIR"
-	assert_output ""
+	tmpdir_empty
 }
 
 @test "generate: forward's flags go to forward, the others to sample; - reads the prompt" {
@@ -54,8 +52,7 @@ greedy_text() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json" | tok de
 	# Without the history the second answer would differ.
 	tok chat --user "Whence comest thou?" | gen > "$d/alone"
 	! cmp -s "$d/alone" "$d/a2"
-	run ls -A "$TMPDIR"
-	assert_output ""
+	tmpdir_empty
 }
 
 @test "chat: end of input ends it with status 0; --system is the first message" {
