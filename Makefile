@@ -3,6 +3,8 @@
 #   make            build lib/libcommon.a into build/ and every tool into bin/
 #   make test       build, run the C tests (tests/c/) and the bats tests (tests/*.bats)
 #   make check      the same test suite built with AddressSanitizer + UBSan (build/san/)
+#   make fuzz       the libFuzzer targets tests/fuzz/fuzz_*.c (clang; build/fuzz/),
+#                   run by scripts/fuzz
 #   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local)
 #   make clean
 #
@@ -28,10 +30,12 @@ TOOLS     := $(notdir $(wildcard tools/*))
 TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 CTEST_SRC := $(wildcard tests/c/test_*.c)
 CTESTS    := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test ctest bats check bench install clean
+.PHONY: all test ctest bats check fuzz fuzzers bench install clean
 .SECONDARY:
 
 all: $(TOOL_BINS)
@@ -82,6 +86,19 @@ check:
 	$(MAKE) BUILD=build/san BIN=build/san/bin \
 	  OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" test
+
+# The fuzz targets: lib/ instrumented for coverage and built with the same
+# sanitizers, each target linked with libFuzzer's main().
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+fuzz:
+	$(MAKE) CC=clang BUILD=build/fuzz \
+	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  LDFLAGS="-fsanitize=fuzzer $(FUZZ_SAN)" fuzzers
+
+fuzzers: $(FUZZERS)
+
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
