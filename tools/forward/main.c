@@ -35,7 +35,7 @@
 
 static const char usage[] =
 	"forward MODEL [--score [--all]] [--trace FILE] [--threads N] [--ctx N] "
-	"[--f32] [--copy] [-v] < ids, or forward --dump [--top K] < logits";
+	"[--f32] [--mmap] [-v] < ids, or forward --dump [--top K] < logits";
 
 static const char help[] =
 	"Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
@@ -58,8 +58,11 @@ static const char help[] =
 	"                      at most 4096)\n"
 	"      --f32           widen the weights to float32 (default: bf16 read\n"
 	"                      as bf16)\n"
-	"      --copy          read the weights into memory instead of using the\n"
-	"                      file mapping\n"
+	"      --mmap          use the weights through the file mapping instead of\n"
+	"                      reading them into memory (faster start)\n"
+	"      --gemm WHO      float32 prompt products: own (default), blas\n"
+	"                      (OpenBLAS, one thread per worker) or blas-threads\n"
+	"                      (OpenBLAS's own threads)\n"
 	"  -v, --verbose       load time, memory and per-call timings on stderr\n"
 	"  -d, --dump          read a logits stream on stdin, print it as text\n"
 	"  -k, --top K         with --dump: the K largest logits (default 5)\n"
@@ -359,7 +362,7 @@ int main(int argc, char **argv)
 	const char *trace_path = NULL;
 	struct forward_opts fo = { 0 };
 	struct model_opts mo = { 0 };
-	enum { OPT_F32 = 256, OPT_COPY, OPT_BLAS };
+	enum { OPT_F32 = 256, OPT_MMAP, OPT_GEMM };
 	static const struct option longopts[] = {
 		{ "score", no_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
@@ -367,8 +370,8 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "ctx", required_argument, NULL, 'c' },
 		{ "f32", no_argument, NULL, OPT_F32 },
-		{ "copy", no_argument, NULL, OPT_COPY },
-		{ "blas-threads", no_argument, NULL, OPT_BLAS },
+		{ "mmap", no_argument, NULL, OPT_MMAP },
+		{ "gemm", required_argument, NULL, OPT_GEMM },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "dump", no_argument, NULL, 'd' },
 		{ "top", required_argument, NULL, 'k' },
@@ -385,8 +388,17 @@ int main(int argc, char **argv)
 		case 't': fo.threads = (int)flag_long("--threads", optarg, 1, 256); break;
 		case 'c': fo.ctx = (int)flag_long("--ctx", optarg, 1, 1 << 24); break;
 		case OPT_F32: mo.f32 = 1; break;
-		case OPT_COPY: mo.copy = 1; break;
-		case OPT_BLAS: fo.blas_owns = 1; break;
+		case OPT_MMAP: mo.mmap = 1; break;
+		case OPT_GEMM:
+			if (!strcmp(optarg, "own"))
+				fo.gemm = FWD_GEMM_OWN;
+			else if (!strcmp(optarg, "blas"))
+				fo.gemm = FWD_GEMM_BLAS;
+			else if (!strcmp(optarg, "blas-threads"))
+				fo.gemm = FWD_GEMM_BLAS_THREADS;
+			else
+				die_usage("--gemm: '%s' is not own, blas or blas-threads", optarg);
+			break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
 		case 'k': top = (int)flag_long("--top", optarg, 1, 1000); break;
