@@ -11,23 +11,22 @@
  * it; A and B alternate, REPS times each, so a busy machine slows both
  * alike. Prints one JSON line; asserts nothing.
  *
- *   build/bench/pipeline [MODEL]   (default: the synthetic full-size model
- *                                   bench/forward writes under ~/.cache)
+ *   build/bench/pipeline [MODEL]   (default: the synthetic full-size model,
+ *                                   lib/synthetic.h, written if missing)
  *
- * Needs bin/forward, bin/sample and bin/tok (make). Without MODEL and
- * without the synthetic model it says so and exits 0: `make bench` runs
- * every benchmark and this one has nothing to measure then.
+ * Needs bin/forward, bin/sample and bin/tok (make).
  */
-#include "bench.h"
+#include "benchrun.h"
 #include "forward.h"
 #include "model.h"
 #include "rng.h"
 #include "sampler.h"
+#include "synthetic.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { PROMPT = 16, TOKENS = 32, REPS = 3, SEED = 1 };
@@ -73,7 +72,7 @@ static double in_process(struct forward *f, struct sampler *s, float *buf,
 			goto fail;
 		ids[n] = id;
 		if (n == 0)
-			t_first = bench_now();
+			t_first = time_now();
 		if (n == TOKENS - 1)
 			break;
 		sampler_add_context(s, &id, 1, &e);
@@ -81,7 +80,7 @@ static double in_process(struct forward *f, struct sampler *s, float *buf,
 		if (forward_eval(f, &one, 1, 0, keep, &g, &e) < 0)
 			goto fail;
 	}
-	return (TOKENS - 1) / (bench_now() - t_first);
+	return (TOKENS - 1) / (time_now() - t_first);
 fail:
 	fprintf(stderr, "bench/pipeline: %s\n", e.msg);
 	exit(1);
@@ -136,26 +135,20 @@ static double pipeline(const char *model, const int *prompt, int *ids)
 
 int main(int argc, char **argv)
 {
-	char model_path[4096];
+	char model_path[SYNTHETIC_PATH_MAX];
+	struct err e;
 	if (argc > 1) {
 		snprintf(model_path, sizeof model_path, "%s", argv[1]);
 	} else {
-		const char *c = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-		if (c && *c)
-			snprintf(model_path, sizeof model_path,
-				 "%s/qwenpipe/synthetic-qwen2.5-0.5b", c);
-		else
-			snprintf(model_path, sizeof model_path,
-				 "%s/.cache/qwenpipe/synthetic-qwen2.5-0.5b", h ? h : ".");
-		if (access(model_path, R_OK) != 0) {
-			fprintf(stderr, "bench/pipeline: no %s (build/bench/forward writes "
-				"it); skipped\n", model_path);
-			return 0;
+		struct synthetic syn;
+		if (synthetic_ensure(&syn, SYNTHETIC_CONFIG, NULL, NULL, &e) < 0) {
+			fprintf(stderr, "bench/pipeline: %s\n", e.msg);
+			return 1;
 		}
+		snprintf(model_path, sizeof model_path, "%s", syn.dir);
 	}
 	struct model m;
 	struct forward f;
-	struct err e;
 	struct model_opts mo = { 0 };
 	struct forward_opts fo = { 0 };
 	fo.level = cpu_level_env(NULL);
@@ -182,15 +175,16 @@ int main(int argc, char **argv)
 		b[r] = in_process(&f, s, buf, prompt, ids_b);
 		same &= !memcmp(ids_a, ids_b, sizeof ids_a);
 	}
-	qsort(a, REPS, sizeof a[0], bench_cmp_double);
-	qsort(b, REPS, sizeof b[0], bench_cmp_double);
-	bench_open("pipeline");
-	printf(", \"model\": \"%s\", \"threads\": %d, \"tokens\": %d, \"reps\": %d, "
-	       "\"pipeline_tok_s\": {\"median\": %.2f, \"best\": %.2f}, "
-	       "\"in_process_tok_s\": {\"median\": %.2f, \"best\": %.2f}, "
+	struct spread sa = spread_of(a, REPS), sb = spread_of(b, REPS);
+	struct bench_machine bm;
+	bench_machine(&bm);
+	printf("{\"bench\": \"pipeline\", \"date\": \"%s\", \"commit\": \"%s\", "
+	       "\"load1\": %.2f, \"model\": \"%s\", \"threads\": %d, \"tokens\": %d, "
+	       "\"reps\": %d, \"pipeline_tok_s\": {\"median\": %.2f, \"max\": %.2f}, "
+	       "\"in_process_tok_s\": {\"median\": %.2f, \"max\": %.2f}, "
 	       "\"overhead_median\": %.4f, \"same_tokens\": %s}\n",
-	       model_path, f.threads, TOKENS, REPS, a[REPS / 2], a[REPS - 1],
-	       b[REPS / 2], b[REPS - 1], 1 - a[REPS / 2] / b[REPS / 2],
+	       bm.date, bm.commit, bench_load(), model_path, f.threads, TOKENS, REPS,
+	       sa.median, sa.max, sb.median, sb.max, 1 - sa.median / sb.median,
 	       same ? "true" : "false");
 	free(buf);
 	sampler_free(s);

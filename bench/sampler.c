@@ -9,9 +9,10 @@
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
-#include "bench.h"
+#include "benchrun.h"
 #include "rng.h"
 #include "sampler.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,12 @@
 
 #define LOGITS "tests/golden/shakespeare-tiny/romeo.last.f32"
 enum { REPS = 300 };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
 
 int main(void)
 {
@@ -62,19 +69,24 @@ int main(void)
 					.repetition_penalty = 1 } },
 	};
 	int nc = sizeof cases / sizeof cases[0];
-	bench_open("sampler");
-	printf(", \"n_vocab\": %d, \"unit\": \"us/token\"", n);
+	/* The machine is shared: the load goes with the figures. */
+	double load = bench_load();
+	char date[32];
+	time_t tnow = time(NULL);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnow));
+	printf("{\"bench\": \"sampler\", \"date\": \"%s\", \"load1\": %.2f, "
+	       "\"n_vocab\": %d, \"unit\": \"us/token\"", date, load, n);
 	for (int c = 0; c < nc; c++) {
 		double t[REPS];
 		for (int i = 0; i < REPS; i++) {
-			double t0 = bench_now();
+			double t0 = time_now();
 			if (sampler_next(s, x, &cases[c].p, &r, &e) < 0) {
 				fprintf(stderr, "%s\n", e.msg);
 				return 1;
 			}
-			t[i] = (bench_now() - t0) * 1e6;
+			t[i] = (time_now() - t0) * 1e6;
 		}
-		qsort(t, REPS, sizeof t[0], bench_cmp_double);
+		qsort(t, REPS, sizeof t[0], cmp_double);
 		printf(", \"%s\": {\"median\": %.1f, \"best\": %.1f}", cases[c].name,
 		       t[REPS / 2], t[0]);
 	}
