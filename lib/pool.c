@@ -14,10 +14,11 @@
  * sleeps on the condition variable. The steps of a forward pass follow each
  * other within microseconds, so the next job is usually caught while
  * polling; between tokens threads sleep and take no CPU from anyone.
- * Measured with an empty pool_run on 2 threads, on this shared machine
- * (load 12 to 13 on 2 cores, so only indicative): 0.4 to 27 us with this
- * polling, 4 to 16 us with the condition variable alone, and up to 266 us
- * when polling with pause only (a spinning thread starved the other). */
+ * Measured with build/bench/pool (an empty pool_run on 2 threads) on this
+ * shared machine (load 12 to 13 on 2 cores, so only indicative): 0.4 to 27
+ * us with this polling, 4 to 16 us with SPIN 0 (the condition variable
+ * alone), up to 266 us with SPIN_PAUSE = SPIN (pause only: a spinning
+ * thread starved the other). */
 #define SPIN 1000
 #define SPIN_PAUSE 200
 
