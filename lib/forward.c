@@ -104,6 +104,8 @@ static void att_part(void *arg, int i, int n)
 		for (int p = 0; p <= pos; p++)
 			sc[p] = f->k->dot(q, kc + (size_t)p * KV + (size_t)kvh * hd, hd) * scale;
 		f->k->softmax(sc, pos + 1);
+		if (f->attn_trace)
+			f->attn_trace(f->attn_arg, j->layer, pos, h, sc, pos + 1);
 		float *out = f->att + (size_t)t * Q + (size_t)h * hd;
 		memset(out, 0, sizeof(float) * hd);
 		for (int p = 0; p <= pos; p++)

@@ -67,6 +67,14 @@ struct forward_opts {
  * the output of the final RMSNorm (h has n = hidden_size floats). */
 typedef void forward_trace_fn(void *arg, int pos, int index, const float *h, int n);
 
+/* Called during attention with the weights of query head `head` at
+ * position pos of block `layer` over keys 0..pos (n = pos + 1 floats, after
+ * the softmax, valid during the call). Calls come from the pool's threads,
+ * concurrently for distinct (layer, pos, head): the callee writes only
+ * where that triple owns. Unset (NULL) it costs one test per (token, head). */
+typedef void forward_attn_fn(void *arg, int layer, int pos, int head,
+			     const float *w, int n);
+
 /* Receives the logits of position pos (n_vocab floats, valid during the
  * call). A non-zero return stops forward_eval, which returns -1 (the
  * callback fills e). */
@@ -84,6 +92,8 @@ struct forward {
 	size_t state_bytes;   /* run state allocated by forward_init */
 	forward_trace_fn *trace;
 	void *trace_arg;
+	forward_attn_fn *attn_trace;
+	void *attn_arg;
 
 	/* Run state, [rows x cols] row-major; B = batch, H = hidden,
 	 * Q = n_heads * head_dim, KV = n_kv_heads * head_dim, FF = intermediate,
