@@ -88,12 +88,6 @@ quick() {
 	assert_output "$(printf 'bf16\tcopied\nbf16\tmapped\nf32\twidened')"
 }
 
-@test "--spin makes one contender per pool spin time" {
-	run -0 quick --no-sgemm --spin 0,50 -t 2 -o jsonl "$TINY"
-	run -0 jq -r 'select(.bench == "model") | [.name, .pool_spin_us, .threads] | @tsv' "$REC"
-	assert_output "$(printf 'shakespeare-tiny bf16 spin 0\t0\t2\nshakespeare-tiny bf16 spin 50\t50\t2')"
-}
-
 @test "--synthetic writes the model and containers once, the containers those quantize writes" {
 	run -0 quick --no-sgemm --synthetic --config "$SHAPES/config.json"
 	assert_output --partial "| synthetic int4 |"

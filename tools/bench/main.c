@@ -24,7 +24,6 @@
 #include "cpu.h"
 #include "forward.h"
 #include "membw.h"
-#include "pool.h"
 #include "sampler.h"
 #include "synthetic.h"
 #include "timing.h"
@@ -40,7 +39,7 @@
 
 static const char usage[] =
 	"bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
-	"[--weights LIST] [--spin LIST] [--synthetic] [--membw] [--record FILE | --no-record]";
+	"[--weights LIST] [--synthetic] [--membw] [--record FILE | --no-record]";
 
 static const char help[] =
 	"Measures prefill, time to first token, decode and the sampler on each\n"
@@ -57,8 +56,6 @@ static const char help[] =
 	"                       (read into memory; the default), mapped (used\n"
 	"                       through the file mapping, forward --mmap), f32\n"
 	"                       (widened, forward --f32)\n"
-	"      --spin LIST      microseconds the thread pool spins before it\n"
-	"                       sleeps, comma-separated (default 0: never)\n"
 	"      --synthetic      add the synthetic full-size bf16 model and its\n"
 	"                       int8 and int4 containers (written once to\n"
 	"                       ${XDG_CACHE_HOME:-~/.cache}/qwenpipe)\n"
@@ -180,7 +177,6 @@ static cJSON *record(const char *kind, const struct bench_machine *mc, double lo
 struct contender {
 	struct bench_contender b;
 	const char *label;            /* "synthetic" or the file's name */
-	int spin_us;                  /* pool_set_spin */
 	char name[128];               /* label, precision (and weights mode) */
 	struct bench_rep *reps;       /* [n_threads x reps] */
 	struct forward f;
@@ -221,7 +217,6 @@ struct opts {
 	int prompt, tokens, reps;
 	int threads[MAX_THREADS], n_threads;
 	int weights[W_N], n_weights;
-	int spin[8], n_spin;
 	const char *output;
 	int synthetic, membw_only, sgemm;
 	const char *config;
@@ -287,7 +282,6 @@ static cJSON *model_record(const struct contender *c, const struct contender *fi
 	cJSON_AddStringToObject(j, "name", c->name);
 	cJSON_AddStringToObject(j, "precision", c->b.precision);
 	cJSON_AddStringToObject(j, "weights", c->b.weights);
-	cJSON_AddNumberToObject(j, "pool_spin_us", c->spin_us);
 	cJSON_AddNumberToObject(j, "threads", o->threads[t]);
 	cJSON_AddNumberToObject(j, "prompt", o->prompt);
 	cJSON_AddNumberToObject(j, "tokens", o->tokens);
@@ -424,7 +418,7 @@ int main(int argc, char **argv)
 	};
 	int no_record = 0;
 	cli_init("bench", usage);
-	enum { OPT_SYNTH = 256, OPT_SPIN, OPT_CONFIG, OPT_MEMBW, OPT_MEMBW_MIB, OPT_NO_SGEMM,
+	enum { OPT_SYNTH = 256, OPT_CONFIG, OPT_MEMBW, OPT_MEMBW_MIB, OPT_NO_SGEMM,
 	       OPT_RECORD, OPT_NO_RECORD };
 	static const struct option lopts[] = {
 		{ "prompt", required_argument, 0, 'p' },
@@ -433,7 +427,6 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, 0, 't' },
 		{ "output", required_argument, 0, 'o' },
 		{ "weights", required_argument, 0, 'w' },
-		{ "spin", required_argument, 0, OPT_SPIN },
 		{ "synthetic", no_argument, 0, OPT_SYNTH },
 		{ "config", required_argument, 0, OPT_CONFIG },
 		{ "membw", no_argument, 0, OPT_MEMBW },
@@ -461,9 +454,6 @@ int main(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'w': o.n_weights = parse_weights(optarg, o.weights); break;
-		case OPT_SPIN:
-			o.n_spin = parse_int_list("--spin", optarg, 0, 100000, o.spin, 8);
-			break;
 		case OPT_SYNTH: o.synthetic = 1; break;
 		case OPT_CONFIG: o.config = optarg; break;
 		case OPT_MEMBW: o.membw_only = 1; break;
@@ -492,8 +482,6 @@ int main(int argc, char **argv)
 	}
 	if (o.n_weights == 0)
 		o.weights[o.n_weights++] = W_COPIED;  /* model_load's default */
-	if (o.n_spin == 0)
-		o.spin[o.n_spin++] = 0;               /* pool_create's default */
 	struct stat st;
 	if (!no_record && !o.record) {
 		if (stat("bench", &st) == 0 && S_ISDIR(st.st_mode))
@@ -525,7 +513,7 @@ int main(int argc, char **argv)
 			die_usage("more than %d models", MAX_CONTENDERS);
 		paths[np] = argv[i], labels[np++] = NULL;
 	}
-	struct contender *cs = calloc((size_t)np * W_N * 8 + 1, sizeof *cs);
+	struct contender *cs = calloc((size_t)np * W_N + 1, sizeof *cs);
 	if (!cs)
 		die("out of memory");
 	int nc = 0;
@@ -536,14 +524,11 @@ int main(int argc, char **argv)
 					"f32; skipped for --weights f32\n", paths[i]);
 				continue;
 			}
-			for (int sp = 0; sp < o.n_spin; sp++) {
-				struct contender *k = &cs[nc++];
-				k->b.path = paths[i];
-				k->label = labels[i] ? labels[i] : base_name(paths[i]);
-				k->b.mo.mmap = o.weights[w] == W_MAPPED;
-				k->b.mo.f32 = o.weights[w] == W_F32;
-				k->spin_us = o.spin[sp];
-			}
+			struct contender *k = &cs[nc++];
+			k->b.path = paths[i];
+			k->label = labels[i] ? labels[i] : base_name(paths[i]);
+			k->b.mo.mmap = o.weights[w] == W_MAPPED;
+			k->b.mo.f32 = o.weights[w] == W_F32;
 		}
 
 	struct bench_machine mc;
@@ -554,12 +539,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nc; i++) {
 		progress("opening %s", cs[i].b.path);
 		measure_open(&cs[i], &o);
-		char spin[32] = "";
-		if (o.n_spin > 1)
-			snprintf(spin, sizeof spin, " spin %d", cs[i].spin_us);
-		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s%s", cs[i].label,
+		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s", cs[i].label,
 			 cs[i].b.precision, o.n_weights > 1 ? " " : "",
-			 o.n_weights > 1 ? cs[i].b.weights : "", spin);
+			 o.n_weights > 1 ? cs[i].b.weights : "");
 		cs[i].reps = calloc((size_t)(o.n_threads * o.reps), sizeof *cs[i].reps);
 		if (!cs[i].reps)
 			die("out of memory");
@@ -583,13 +565,10 @@ int main(int argc, char **argv)
 					   .ctx = o.prompt + o.tokens + 1,
 					   .level = cpu_level_env(NULL) };
 		struct bench_rep warm;
-		for (int i = 0; i < nc; i++) {
-			if (forward_init(&cs[i].f, &cs[i].b.m, &fo, &e) < 0)
+		for (int i = 0; i < nc; i++)
+			if (forward_init(&cs[i].f, &cs[i].b.m, &fo, &e) < 0 ||
+			    bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens, &warm, &e) < 0)
 				die("%s: %s", cs[i].b.path, e.msg);
-			pool_set_spin(cs[i].f.pool, cs[i].spin_us);
-			if (bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens, &warm, &e) < 0)
-				die("%s: %s", cs[i].b.path, e.msg);
-		}
 		for (int r = 0; r < o.reps; r++) {
 			progress("%d threads, repetition %d of %d", o.threads[t], r + 1, o.reps);
 			for (int i = 0; i < nc; i++)
