@@ -7,6 +7,7 @@
  * field is a few bytes of JSON handed to cJSON and checked there.
  */
 #include "tokenizer.h"
+#include "jsonutil.h"
 #include "mapfile.h"
 #include "pretok.h"
 #include "utf8.h"
@@ -79,6 +80,15 @@ static int jr_fail(struct jr *r, const char *what)
 	for (const char *q = r->start; q < r->p && q < r->end; q++)
 		line += *q == '\n';
 	return err_set(r->e, "line %ld: %s", line, what);
+}
+
+/* s[0..n) (untrusted: any bytes) quoted for a message, as json_quote. */
+static char *quote_n(char *buf, size_t cap, const unsigned char *s, size_t n)
+{
+	char raw[96];
+	snprintf(raw, sizeof raw, "%.*s", (int)(n < sizeof raw ? n : sizeof raw - 1),
+		 (const char *)s);
+	return json_quote(buf, cap, raw);
 }
 
 static void jr_ws(struct jr *r)
@@ -258,7 +268,7 @@ static int32_t vocab_find(const struct vocab *v, const unsigned char *a, size_t 
 		if (!s->s)
 			return -1;
 		if (s->len == na + nb && memcmp(s->s, a, na) == 0 &&
-		    memcmp(s->s + na, b, nb) == 0)
+		    (nb == 0 || memcmp(s->s + na, b, nb) == 0)) /* b may be NULL */
 			return s->id;
 	}
 }
@@ -339,8 +349,11 @@ static int parse_vocab(struct load *L)
 		int32_t id = 0;
 		if (jr_string(r, &s, &len) < 0 || jr_expect(r, ':') < 0 || jr_id(r, &id) < 0)
 			return err_prefix(r->e, "model.vocab");
-		if (vocab_add(&L->v, s, len, id))
-			return err_set(r->e, "model.vocab: '%.*s' appears twice", (int)len, s);
+		if (vocab_add(&L->v, s, len, id)) {
+			char q[128];
+			return err_set(r->e, "model.vocab: %s appears twice",
+				       quote_n(q, sizeof q, s, len));
+		}
 		if (id >= t->n_ids)
 			t->n_ids = id + 1;
 	} while (jr_accept(r, ','));
@@ -395,10 +408,12 @@ static int parse_merges(struct load *L)
 		int32_t ia = vocab_find(&L->v, a, na, NULL, 0);
 		int32_t ib = vocab_find(&L->v, b, nb, NULL, 0);
 		int32_t iab = vocab_find(&L->v, a, na, b, nb);
-		if (ia < 0 || ib < 0 || iab < 0)
-			return err_set(r->e, "model.merges[%u]: '%.*s' is not in the vocabulary",
-				       rank, ia < 0 ? (int)na : ib < 0 ? (int)nb : (int)(na + nb),
-				       ia < 0 ? a : ib < 0 ? b : a);
+		if (ia < 0 || ib < 0 || iab < 0) {
+			char q[128];
+			return err_set(r->e, "model.merges[%u]: %s is not in the vocabulary",
+				       rank, quote_n(q, sizeof q, ia < 0 ? a : ib < 0 ? b : a,
+						     ia < 0 ? na : ib < 0 ? nb : na + nb));
+		}
 		bpe_add_merge(&L->t->bpe, ia, ib, iab, rank++);
 		r->out = keep; /* the merge's strings are not kept */
 	} while (jr_accept(r, ','));
@@ -468,7 +483,9 @@ static int model_field(struct load *L, const char *key)
 		cJSON_Delete(v);
 		return rc;
 	}
-	return err_set(L->r.e, "%s is not supported", name);
+	char q[128];
+	return err_set(L->r.e, "model: %s: this field is not supported",
+		       json_quote(q, sizeof q, key));
 }
 
 static int parse_model(struct load *L)
@@ -518,8 +535,9 @@ static int is_type(const cJSON *c, const char *type)
 static int unsupported(struct err *e, const char *what, const cJSON *c)
 {
 	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(c, "type");
+	char q[128];
 	return err_set(e, "%s: type %s is not supported", what,
-		       cJSON_IsString(ty) ? ty->valuestring : "(none)");
+		       cJSON_IsString(ty) ? json_quote(q, sizeof q, ty->valuestring) : "(none)");
 }
 
 /* A ByteLevel component: no prefix space; use_regex must be false inside a
@@ -597,8 +615,9 @@ static int load_added(struct load *L)
 			return err_set(e, "added_tokens[%zu]: needs a content and a whole id", i);
 		static const char *const off[] = { "single_word", "lstrip", "rstrip", "normalized" };
 		for (size_t k = 0; k < 4; k++) {
-			char name[128];
-			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i, c->valuestring, off[k]);
+			char name[160], q[128];
+			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i,
+				 json_quote(q, sizeof q, c->valuestring), off[k]);
 			if (check_scalar(cJSON_GetObjectItemCaseSensitive(it, off[k]), name, NULL, 0, e) < 0)
 				return -1;
 		}
@@ -654,6 +673,12 @@ static int build_decoder(struct load *L)
 	size_t string_bytes = (size_t)(L->r.out - L->r.start_out);
 	for (size_t i = 0; i < t->n_added; i++)
 		string_bytes += t->added[i].len;
+	/* the tables below are indexed by id: a stray huge id must not make
+	 * them gigabytes */
+	size_t n_tokens = L->n_vocab + t->n_added;
+	if ((size_t)t->n_ids > 2 * n_tokens)
+		return err_set(L->r.e, "ids run to %d, but there are only %zu tokens "
+			       "(at most half the ids may be unused)", t->n_ids - 1, n_tokens);
 	t->off = calloc((size_t)t->n_ids + 1, sizeof *t->off);
 	t->flags = calloc((size_t)t->n_ids, 1);
 	t->bytes = malloc(string_bytes + 1);
@@ -682,6 +707,18 @@ static int build_decoder(struct load *L)
 	}
 	for (size_t i = 0; i < t->n_added; i++) {
 		const struct added *a = &t->added[i];
+		/* an id may be both a vocabulary token and an added one only
+		 * when the two are the same text */
+		if (t->flags[a->id] && (tlen[a->id] != a->len ||
+					memcmp(text[a->id], a->text, a->len) != 0)) {
+			char qa[128], qb[128];
+			err_set(L->r.e, "added_tokens[%zu] %s: id %d is already %s", i,
+				quote_n(qa, sizeof qa, a->text, a->len), a->id,
+				quote_n(qb, sizeof qb, text[a->id], tlen[a->id]));
+			free(text);
+			free(tlen);
+			return -1;
+		}
 		t->flags[a->id] = (unsigned char)(F_EXISTS | (a->special ? F_SPECIAL : 0));
 		text[a->id] = a->text;
 		tlen[a->id] = (uint32_t)a->len;
@@ -759,7 +796,9 @@ static int parse_top(struct load *L)
 				return -1;
 			continue;
 		} else {
-			return err_set(r->e, "%s: this field is not supported", key);
+			char q[128];
+			return err_set(r->e, "%s: this field is not supported",
+				       quote_n(q, sizeof q, k, kn));
 		}
 		cJSON_Delete(*slot);
 		if (!(*slot = cjson_value(r, key)))
@@ -803,28 +842,21 @@ static char *tokenizer_file(const char *path)
 	return p;
 }
 
-struct tokenizer *tok_load(const char *path, struct err *e)
+struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
+			    struct err *e)
 {
 	struct tokenizer *t = calloc(1, sizeof *t);
 	struct load L = { .t = t };
-	struct mapfile m = { 0 };
 	unsigned char *strings = NULL;
 	int rc = -1;
-	if (!t || !(t->path = tokenizer_file(path))) {
-		err_set(e, "out of memory");
-		goto out;
-	}
-	if (mapfile_open(&m, t->path, e) < 0)
-		goto out;
-	strings = malloc(m.size + 1);
-	if (!strings) {
+	if (!t || !(t->path = strdup(name)) || !(strings = malloc(size + 1))) {
 		err_set(e, "out of memory");
 		goto out;
 	}
 	alphabet(L.byte_cp, L.cp_byte);
-	L.r = (struct jr){ .start = (const char *)m.data, .p = (const char *)m.data,
-			   .end = (const char *)m.data + m.size, .e = e, .out = strings, .start_out = strings };
-	if (!m.data) {
+	L.r = (struct jr){ .start = (const char *)data, .p = (const char *)data,
+			   .end = (const char *)data + size, .e = e, .out = strings, .start_out = strings };
+	if (!size) {
 		err_set(e, "empty file");
 		goto prefix;
 	}
@@ -845,11 +877,27 @@ out:
 	cJSON_Delete(L.pretok);
 	cJSON_Delete(L.post);
 	cJSON_Delete(L.decoder);
-	mapfile_close(&m);
 	if (rc < 0) {
 		tok_free(t);
 		return NULL;
 	}
+	return t;
+}
+
+struct tokenizer *tok_load(const char *path, struct err *e)
+{
+	char *file = tokenizer_file(path);
+	if (!file) {
+		err_set(e, "out of memory");
+		return NULL;
+	}
+	struct mapfile m;
+	struct tokenizer *t = NULL;
+	if (mapfile_open(&m, file, e) == 0) {
+		t = tok_parse(m.data, m.size, file, e);
+		mapfile_close(&m);
+	}
+	free(file);
 	return t;
 }
 
