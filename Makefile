@@ -3,6 +3,8 @@
 #   make            build lib/libcommon.a into build/ and every tool into bin/
 #   make test       build, run the C tests (tests/c/) and the bats tests (tests/*.bats)
 #   make check      the same test suite built with AddressSanitizer + UBSan (build/san/)
+#   make browser    the page scripts/viz writes, in headless Chromium (needs
+#                   scripts/deps --browser and npm ci in tests/browser)
 #   make fuzz       the libFuzzer targets tests/fuzz/fuzz_*.c (clang; build/fuzz/),
 #                   run by scripts/fuzz
 #   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local)
@@ -35,7 +37,7 @@ FUZZERS   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test ctest bats check fuzz fuzzers bench install clean
+.PHONY: all test ctest bats browser check fuzz fuzzers bench install clean
 .SECONDARY:
 
 all: $(TOOL_BINS)
@@ -80,6 +82,9 @@ bats: $(TOOL_BINS)
 	BIN=$(abspath $(BIN)) bats tests/
 
 test: all ctest bats
+
+browser: all
+	BIN=$(abspath $(BIN)) bats tests/browser/
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 check:
