@@ -7,7 +7,8 @@
 #                   scripts/deps --browser and npm ci in tests/browser)
 #   make fuzz       the libFuzzer targets tests/fuzz/fuzz_*.c (clang; build/fuzz/),
 #                   run by scripts/fuzz
-#   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local)
+#   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local), and the
+#                   bundled tokenizer to $(PREFIX)/share/qwenpipe (tok's default)
 #   make clean
 #
 # Sources are discovered, not listed: a new lib/foo.c joins libcommon, a new
@@ -108,6 +109,10 @@ $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_A)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/qwenpipe/qwen2.5-0.5b-instruct
+	install -m 644 data/qwen2.5-0.5b-instruct/tokenizer.json \
+	  data/qwen2.5-0.5b-instruct/tokenizer_config.json \
+	  $(DESTDIR)$(PREFIX)/share/qwenpipe/qwen2.5-0.5b-instruct/
 
 clean:
 	rm -rf build bin
