@@ -169,6 +169,9 @@ static void outfile_open(struct outfile *o, const char *path)
 		o->tmp[0] = 0;
 		die("%s: %s", path, strerror(errno));
 	}
+	mode_t mask = umask(0);  /* mkstemp makes it 0600: give it the usual mode */
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	if (n == 0)
 		atexit(outfiles_cleanup);
 	outfiles[n++] = o;
