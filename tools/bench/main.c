@@ -29,6 +29,7 @@
 #include "timing.h"
 
 #include <cJSON.h>
+#include <cblas.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -258,10 +259,13 @@ static double get_sampler(const struct bench_rep *r) { return r->sampler_s; }
 
 /* ---- output ---- */
 
-static void emit_md_header(const struct bench_machine *mc, double load, const struct opts *o)
+static void emit_md_header(const struct bench_machine *mc, double load, const struct opts *o,
+			   const char *synthetic)
 {
 	printf("bench %s, commit %s, %s (%s), %d cores, kernels %s, load %.2f\n\n",
 	       mc->date, mc->commit, mc->cpu, mc->flags, mc->cores, mc->kernels, load);
+	if (synthetic)
+		printf("synthetic model: %s (and model.q8, model.q4 there)\n\n", synthetic);
 	if (!o->membw_only)
 		printf("prompt %d tokens, decode %d tokens, %d repetitions: median "
 		       "[min, max]\n\n", o->prompt, o->tokens, o->reps);
@@ -356,8 +360,8 @@ static void report_md(cJSON **recs, int n)
 		char pf[64], tt[64], dm[64], dt[64], fr[64], vs[64] = "";
 		fmt_spread(pf, sizeof pf, get_spread(j, "prefill_tok_s"), 1);
 		if (!strcmp(kind, "sgemm")) {
-			printf("| OpenBLAS sgemm, f32 shapes | %d | %s | | | | | | | | |\n",
-			       (int)num(j, "threads"), pf);
+			printf("| OpenBLAS sgemm (%s), f32 shapes | %d | %s | | | | | | | | |\n",
+			       str(j, "openblas"), (int)num(j, "threads"), pf);
 			continue;
 		}
 		fmt_spread(tt, sizeof tt, get_spread(j, "ttft_ms"), 1);
@@ -607,6 +611,7 @@ int main(int argc, char **argv)
 		if (o.sgemm && nc > 0) {
 			cJSON *j = recs[k++] = record("sgemm", &mc, load);
 			cJSON_AddStringToObject(j, "shapes", cs[0].b.path);
+			cJSON_AddStringToObject(j, "openblas", openblas_get_corename());
 			cJSON_AddNumberToObject(j, "threads", o.threads[t]);
 			cJSON_AddNumberToObject(j, "prompt", o.prompt);
 			add_spread(j, "prefill_tok_s",
@@ -626,7 +631,7 @@ int main(int argc, char **argv)
 	if (rec && (fflush(rec) != 0 || ferror(rec) || fclose(rec) != 0))
 		die("%s: write error", o.record);
 	if (!strcmp(o.output, "md")) {
-		emit_md_header(&mc, load, &o);
+		emit_md_header(&mc, load, &o, o.synthetic ? syn.dir : NULL);
 		report_md(recs, k);
 	}
 	else if (!strcmp(o.output, "csv"))
