@@ -271,7 +271,7 @@ void bench_machine(struct bench_machine *m)
 		fclose(f);
 	char head[24], dirty[8];
 	first_line("git rev-parse --short=12 HEAD 2>/dev/null", head, sizeof head);
-	first_line("git status --porcelain --untracked-files=no 2>/dev/null | head -c 1",
+	first_line("git status --porcelain --untracked-files=no -- . ':!bench/results.jsonl' 2>/dev/null | head -c 1",
 		   dirty, sizeof dirty);
 	snprintf(m->commit, sizeof m->commit, "%s%s", head[0] ? head : "unknown",
 		 head[0] && dirty[0] ? "+dirty" : "");
