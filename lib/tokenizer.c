@@ -7,6 +7,7 @@
  * field is a few bytes of JSON handed to cJSON and checked there.
  */
 #include "tokenizer.h"
+#include "jsonutil.h"
 #include "mapfile.h"
 #include "pretok.h"
 #include "utf8.h"
@@ -45,6 +46,18 @@ struct tokenizer {
 };
 
 enum { F_EXISTS = 1, F_SPECIAL = 2 };
+
+/* s[0..n), text from the file, for a message: quoted, with control
+ * characters and invalid UTF-8 escaped (json_quote), so that the message
+ * stays one printable line. Returns buf. */
+static const char *quoted(char *buf, size_t cap, const unsigned char *s, size_t n)
+{
+	char tmp[128];
+	snprintf(tmp, sizeof tmp, "%.*s", (int)(n < sizeof tmp ? n : sizeof tmp - 1),
+		 (const char *)s);
+	return json_quote(buf, cap, tmp);
+}
+#define QUOTED(s, n) quoted((char[160]){ 0 }, 160, (const unsigned char *)(s), (n))
 
 /* ---- the byte-level alphabet (GPT-2's bytes_to_unicode) ---- */
 
@@ -380,6 +393,12 @@ static int parse_vocab(struct load *L)
 			free(pv);
 			return err_prefix(r->e, "model.vocab");
 		}
+		if ((size_t)p->id >= L->n_vocab) {
+			err_set(r->e, "model.vocab: id %d is out of range: ids must number "
+				"the %zu tokens from 0", p->id, L->n_vocab);
+			free(pv);
+			return -1;
+		}
 		p->h = fnv(FNV0, p->s, p->len);
 		L->vocab_bytes += p->len;
 		if (p->id >= t->n_ids)
@@ -391,7 +410,7 @@ static int parse_vocab(struct load *L)
 		if (i + AHEAD < n)
 			vocab_prefetch(&L->v, pv[i + AHEAD].h);
 		if (vocab_add(&L->v, pv[i].h, pv[i].s, pv[i].len, pv[i].id))
-			rc = err_set(r->e, "model.vocab: '%.*s' appears twice", (int)pv[i].len, pv[i].s);
+			rc = err_set(r->e, "model.vocab: %s appears twice", QUOTED(pv[i].s, pv[i].len));
 	}
 	L->text = calloc((size_t)t->n_ids, sizeof *L->text);
 	L->tlen = calloc((size_t)t->n_ids, sizeof *L->tlen);
@@ -488,9 +507,9 @@ static int parse_merges(struct load *L)
 		if (!text_is(L, iab, p->a, p->na, p->b, p->nb))
 			iab = vocab_find(&L->v, fnv(p->ha, p->b, p->nb), p->a, p->na, p->b, p->nb);
 		if (ia < 0 || ib < 0 || iab < 0) {
-			rc = err_set(r->e, "model.merges[%zu]: '%.*s' is not in the vocabulary", i,
-				     ia < 0 ? (int)p->na : ib < 0 ? (int)p->nb : (int)(p->na + p->nb),
-				     ia < 0 ? p->a : ib < 0 ? p->b : p->a);
+			rc = err_set(r->e, "model.merges[%zu]: %s is not in the vocabulary", i,
+				     QUOTED(ia < 0 ? p->a : ib < 0 ? p->b : p->a,
+					    ia < 0 ? p->na : ib < 0 ? p->nb : p->na + p->nb));
 			goto out;
 		}
 		m[i] = (struct bpe_merge){ ia, ib, iab };
@@ -516,10 +535,8 @@ static int check_scalar(cJSON *v, const char *name, const char *want_str, int wa
 		return 0;
 	if (cJSON_IsString(v) && want_str && strcmp(v->valuestring, want_str) == 0)
 		return 0;
-	char *text = cJSON_PrintUnformatted(v);
-	err_set(e, "%s: %s is not supported", name, text ? text : "this value");
-	free(text);
-	return -1;
+	char text[160];
+	return err_set(e, "%s: %s is not supported", name, json_print_scalar(text, sizeof text, v));
 }
 
 /* Parses the JSON value at r->p with cJSON (moving past it). */
@@ -564,7 +581,7 @@ static int model_field(struct load *L, const char *key)
 		cJSON_Delete(v);
 		return rc;
 	}
-	return err_set(L->r.e, "%s is not supported", name);
+	return err_set(L->r.e, "model: field %s is not supported", QUOTED(key, strlen(key)));
 }
 
 static int parse_model(struct load *L)
@@ -616,7 +633,7 @@ static int unsupported(struct err *e, const char *what, const cJSON *c)
 {
 	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(c, "type");
 	return err_set(e, "%s: type %s is not supported", what,
-		       cJSON_IsString(ty) ? ty->valuestring : "(none)");
+		       cJSON_IsString(ty) ? QUOTED(ty->valuestring, strlen(ty->valuestring)) : "(none)");
 }
 
 /* A ByteLevel component: no prefix space; use_regex must be false inside a
@@ -695,10 +712,15 @@ static int load_added(struct load *L)
 		static const char *const off[] = { "single_word", "lstrip", "rstrip", "normalized" };
 		for (size_t k = 0; k < 4; k++) {
 			char name[128];
-			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i, c->valuestring, off[k]);
+			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i,
+				 QUOTED(c->valuestring, strlen(c->valuestring)), off[k]);
 			if (check_scalar(cJSON_GetObjectItemCaseSensitive(it, off[k]), name, NULL, 0, e) < 0)
 				return -1;
 		}
+		if (id->valuedouble >= (double)(L->n_vocab + n))
+			return err_set(e, "added_tokens[%zu] %s: id %.0f is out of range (%zu tokens)",
+				       i, QUOTED(c->valuestring, strlen(c->valuestring)),
+				       id->valuedouble, L->n_vocab + n);
 		struct added *ad = &t->added[i++];
 		ad->len = strlen(c->valuestring);
 		memcpy(o, c->valuestring, ad->len);
@@ -711,6 +733,32 @@ static int load_added(struct load *L)
 			t->n_ids = ad->id + 1;
 	}
 	t->n_added = n;
+	return 0;
+}
+
+/* HuggingFace does not take an added token's id from the file: it gives
+ * the token its vocabulary id if the model has it, else the next id after
+ * the vocabulary and the added tokens before it (and warns when that
+ * differs from the file). A file where the two disagree would encode
+ * differently here and there, so it is refused. */
+static int check_added_ids(struct load *L)
+{
+	const struct tokenizer *t = L->t;
+	int64_t max = -1; /* the largest id given so far */
+	for (size_t i = 0; i < t->n_added; i++) {
+		const struct added *a = &t->added[i];
+		int64_t want = vocab_find(&L->v, fnv(FNV0, a->text, a->len), a->text, a->len, NULL, 0);
+		for (size_t k = 0; want < 0 && k < i; k++)
+			if (t->added[k].len == a->len && same(t->added[k].text, a->text, a->len))
+				want = t->added[k].id;
+		if (want < 0)
+			want = max >= (int64_t)L->n_vocab ? max + 1 : (int64_t)L->n_vocab;
+		if (want > max)
+			max = want;
+		if (want != a->id)
+			return err_set(L->r.e, "added_tokens[%zu] %s: id %d, but HuggingFace would "
+				       "give it %lld", i, QUOTED(a->text, a->len), a->id, (long long)want);
+	}
 	return 0;
 }
 
@@ -837,7 +885,7 @@ static int parse_top(struct load *L)
 				return -1;
 			continue;
 		} else {
-			return err_set(r->e, "%s: this field is not supported", key);
+			return err_set(r->e, "%s: this field is not supported", QUOTED(key, strlen(key)));
 		}
 		cJSON_Delete(*slot);
 		if (!(*slot = cjson_value(r, key)))
@@ -881,40 +929,33 @@ static char *tokenizer_file(const char *path)
 	return p;
 }
 
-struct tokenizer *tok_load(const char *path, struct err *e)
+struct tokenizer *tok_parse(const char *name, const void *data, size_t size, struct err *e)
 {
 	struct tokenizer *t = calloc(1, sizeof *t);
 	struct load L = { .t = t };
-	struct mapfile m = { 0 };
 	unsigned char *strings = NULL;
 	int rc = -1;
-	if (!t || !(t->path = tokenizer_file(path))) {
-		err_set(e, "out of memory");
-		goto out;
-	}
-	if (mapfile_open(&m, t->path, e) < 0)
-		goto out;
-	strings = malloc(m.size + 1);
-	if (!strings) {
+	if (!t || !(t->path = strdup(name)) || !(strings = malloc(size + 1))) {
 		err_set(e, "out of memory");
 		goto out;
 	}
 	alphabet(L.byte_cp, L.cp_byte);
-	L.r = (struct jr){ .start = (const char *)m.data, .p = (const char *)m.data,
-			   .end = (const char *)m.data + m.size, .e = e, .out = strings };
-	if (!m.data) {
+	L.r = (struct jr){ .start = data, .p = data, .end = (const char *)data + size,
+			   .e = e, .out = strings };
+	if (size == 0) {
 		err_set(e, "empty file");
 		goto prefix;
 	}
 	if (parse_top(&L) < 0 || check_components(&L) < 0 || load_added(&L) < 0 ||
-	    parse_vocab(&L) < 0 || parse_merges(&L) < 0 || set_byte_tokens(&L) < 0 ||
+	    parse_vocab(&L) < 0 || check_added_ids(&L) < 0 || parse_merges(&L) < 0 ||
+	    set_byte_tokens(&L) < 0 ||
 	    build_decoder(&L) < 0)
 		goto prefix;
 	qsort(t->added, t->n_added, sizeof *t->added, by_length_desc);
 	rc = 0;
 	goto out;
 prefix:
-	err_prefix(e, t->path);
+	err_prefix(e, name);
 out:
 	free(L.v.slot);
 	free(L.text);
@@ -925,11 +966,25 @@ out:
 	cJSON_Delete(L.pretok);
 	cJSON_Delete(L.post);
 	cJSON_Delete(L.decoder);
-	mapfile_close(&m);
 	if (rc < 0) {
 		tok_free(t);
 		return NULL;
 	}
+	return t;
+}
+
+struct tokenizer *tok_load(const char *path, struct err *e)
+{
+	char *file = tokenizer_file(path);
+	struct mapfile m;
+	struct tokenizer *t = NULL;
+	if (!file)
+		err_set(e, "out of memory");
+	else if (mapfile_open(&m, file, e) == 0) {
+		t = tok_parse(file, m.data, m.size, e);
+		mapfile_close(&m);
+	}
+	free(file);
 	return t;
 }
 

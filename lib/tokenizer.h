@@ -3,9 +3,12 @@
  * HuggingFace tokenizers 0.23 runs it.
  *
  * Supported, and checked at load: model BPE (no dropout, no unk_token, no
- * byte fallback, no word prefix/suffix, ignore_merges false), merges as
- * "a b" strings or ["a", "b"] pairs; added tokens without lstrip, rstrip,
- * single_word or normalized; normalizer NFC or none; pre-tokenizer
+ * byte fallback, no word prefix/suffix, ignore_merges false) whose vocab
+ * ids number its tokens from 0, merges as "a b" strings or ["a", "b"]
+ * pairs; added tokens without lstrip, rstrip, single_word or normalized,
+ * with the ids HuggingFace gives them (it ignores the file's: a token the
+ * vocabulary has keeps that id, the others follow the vocabulary in order);
+ * normalizer NFC or none; pre-tokenizer
  * Sequence[Split(the pattern in pretok.h, Isolated), ByteLevel(no prefix
  * space, no regex)]; post-processor ByteLevel or none; decoder ByteLevel;
  * no truncation, no padding. Anything else is refused with a message that
@@ -40,6 +43,12 @@ struct tokenizer;
  * ("path: model.byte_fallback: true is not supported"). */
 struct tokenizer *tok_load(const char *path, struct err *e);
 void tok_free(struct tokenizer *t);
+
+/* The same from the bytes of a tokenizer.json in memory (data[0..size),
+ * which need not be NUL-terminated); name stands for the file in messages
+ * and in tok_path. */
+struct tokenizer *tok_parse(const char *name, const void *data, size_t size,
+			    struct err *e);
 
 /* The tokenizer.json that was loaded (a path the caller gave, or
  * "DIR/tokenizer.json"); owned by t. */

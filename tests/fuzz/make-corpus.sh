@@ -122,4 +122,18 @@ header 8 0 '' >"$corpus/stream/header-only"
 head -c $((4240 + 20)) "$corpus/stream/score-last" >"$corpus/stream/cut-frame"
 head -c 100 "$corpus/stream/header-only" >"$corpus/stream/cut-header"
 
+# ---- tokenizer: texts (first byte even) and a small tokenizer.json (odd) ----
+mkdir -p "$corpus/tokenizer"
+{ printf '\0'; printf "Hello, world! It's <|im_start|>user\n\tcaf\xc3\xa9 123  \r\n"; } > "$corpus/tokenizer/text"
+{ printf '\2'; printf "<|im_end|><tool_call> \xff\xc3( \xe2\x80\xa8\xc2\x85 don'T"; } > "$corpus/tokenizer/text-nospecial"
+# 300 tokens, 44 merges, added tokens numbered from 300 as HuggingFace does
+renumber='.added_tokens |= (to_entries | map(.value.id = 300 + .key | .value))'
+{ printf '\1'; jq -c '.model.vocab |= with_entries(select(.value < 300))
+	| .model.merges |= .[0:44] | .added_tokens |= .[0:3] + .[14:16] | '"$renumber" \
+	data/qwen2.5-0.5b-instruct/tokenizer.json; } > "$corpus/tokenizer/small.json"
+{ printf '\1'; jq -c '.model.vocab |= with_entries(select(.value < 300))
+	| .model.merges |= (.[0:44] | map(split(" "))) | .added_tokens |= .[0:1] | '"$renumber" \
+	data/qwen2.5-0.5b-instruct/tokenizer.json; } > "$corpus/tokenizer/small-pairs.json"
+
 echo "make-corpus: $(find "$corpus" -type f | wc -l) seeds, $(du -sh "$corpus" | cut -f1)" >&2
+
