@@ -72,9 +72,11 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
 # Benchmarks (bench/*.c) assert nothing: each prints one JSON line, which is
-# appended to bench/results.jsonl.
-bench: $(BENCHES)
+# appended to bench/results.jsonl; then bin/bench compares the synthetic
+# full-size bf16, int8 and int4 models (it appends its own records).
+bench: $(BENCHES) $(BIN)/bench
 	@set -e; for b in $(BENCHES); do $$b | tee -a bench/results.jsonl; done
+	$(BIN)/bench --synthetic
 
 ctest: $(CTESTS)
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done

@@ -6,15 +6,15 @@
  * data/qwen2.5-0.5b-instruct/config.json: 290 tensors, 494,032,768
  * parameters, bf16, about 988 MB) and random weights: timing depends on
  * shapes, not values. It is written once into
- * ${XDG_CACHE_HOME:-~/.cache}/qwenpipe/synthetic-qwen2.5-0.5b/ (temp file,
- * then rename; never in the repository) and reused.
+ * ${XDG_CACHE_HOME:-~/.cache}/qwenpipe/synthetic-qwen2.5-0.5b-instruct-HASH/
+ * (lib/synthetic.h; never in the repository) and reused.
  *
  * For each configuration (bf16 through the mapping, bf16 copied into
  * anonymous memory, float32 widened; 1 and 2 threads; for float32 prefill
  * also OpenBLAS's own threads instead of the pool): decode, ms per token
  * (median and min of DECODE_STEPS steps after a warm-up) and prefill of 64
  * tokens (tokens/s, best and median of PREFILL_REPS). Bandwidth: a read-only
- * AVX2 streaming sum over a 1 GiB buffer (larger than the 260 MiB L3 here),
+ * streaming sum over a 1 GiB buffer (lib/membw.h; the L3 here is 260 MiB),
  * best of 5, on 1 and 2 threads. Decode is reported as a fraction of the
  * bandwidth limit: weight bytes read per token / bandwidth. First, one
  * prefill-sized product (64 x 896 by 896 x 4864) on one thread: OpenBLAS
@@ -23,26 +23,19 @@
  *   make bench                      (all benchmarks; appends to bench/results.jsonl)
  *   build/bench/forward [--quick]   (this one; --quick: bf16 copied only)
  */
-#include "config.h"
 #include "forward.h"
-#include "manifest.h"
+#include "membw.h"
 #include "model.h"
-#include "pool.h"
+#include "synthetic.h"
 
-#include <cJSON.h>
 #include <cblas.h>
-#include <errno.h>
-#include <immintrin.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
-#define REAL_CONFIG "data/qwen2.5-0.5b-instruct/config.json"
-enum { DECODE_STEPS = 16, PREFILL = 64, PREFILL_REPS = 2, BW_BYTES = 1 << 30 };
+enum { DECODE_STEPS = 16, PREFILL = 64, PREFILL_REPS = 2 };
 
 static double now(void)
 {
@@ -65,173 +58,24 @@ static _Noreturn void fail(const char *fmt, const char *arg)
 	exit(1);
 }
 
-/* ---- the synthetic model ---- */
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint16_t rand_bf16(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	/* Uniform-ish in +-0.03: sign, exponent 2^-6..2^-9, random mantissa. */
-	uint16_t sign = (uint16_t)((rng >> 63) << 15);
-	uint16_t expo = (uint16_t)(121 + ((rng >> 40) & 3));
-	return (uint16_t)(sign | expo << 7 | ((rng >> 20) & 0x7f));
-}
-
-static int copy_file(const char *from, const char *to)
-{
-	FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-	char buf[4096];
-	size_t n;
-	int ok = a && b;
-	while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0)
-		ok = fwrite(buf, 1, n, b) == n;
-	if (a)
-		fclose(a);
-	if (b && fclose(b) != 0)
-		ok = 0;
-	return ok ? 0 : -1;
-}
-
-/* Writes dir/model.safetensors (temp file, rename) and dir/config.json. */
-static void make_synthetic(const char *dir)
-{
-	struct model_config c;
-	struct manifest m;
-	struct err e;
-	if (config_load(&c, REAL_CONFIG, &e) < 0)
-		fail("%s", e.msg);
-	manifest_init(&m);
-	if (manifest_build(&m, &c, &e) < 0)
-		fail("%s", e.msg);
-	cJSON *h = cJSON_CreateObject();
-	uint64_t off = 0;
-	for (int i = 0; i < m.n; i++) {
-		cJSON *t = cJSON_AddObjectToObject(h, m.t[i].name);
-		cJSON_AddStringToObject(t, "dtype", "BF16");
-		cJSON *s = cJSON_AddArrayToObject(t, "shape");
-		for (int d = 0; d < m.t[i].ndim; d++)
-			cJSON_AddItemToArray(s, cJSON_CreateNumber((double)m.t[i].shape[d]));
-		uint64_t bytes = 2 * mtensor_params(&m.t[i]);
-		cJSON *o = cJSON_AddArrayToObject(t, "data_offsets");
-		cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
-		cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
-		off += bytes;
-	}
-	char *json = cJSON_PrintUnformatted(h);
-	size_t jl = strlen(json), padded = (jl + 8 + 63) / 64 * 64 - 8;
-	char path[4200], tmp[4300];
-	snprintf(path, sizeof path, "%s/model.safetensors", dir);
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		fail("%s: cannot create", tmp);
-	unsigned char len[8];
-	for (int i = 0; i < 8; i++)
-		len[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-	int ok = fwrite(len, 1, 8, f) == 8 && fwrite(json, 1, jl, f) == jl;
-	for (size_t i = jl; ok && i < padded; i++)
-		ok = fputc(' ', f) != EOF;
-	enum { CHUNK = 1 << 20 };
-	uint16_t *buf = malloc(2 * CHUNK);
-	for (int i = 0; ok && i < m.n; i++) {
-		int norm = strstr(m.t[i].name, "norm") != NULL;
-		for (uint64_t left = mtensor_params(&m.t[i]); ok && left > 0;) {
-			size_t n = left < CHUNK ? (size_t)left : CHUNK;
-			for (size_t k = 0; k < n; k++)
-				buf[k] = norm ? 0x3f80 : rand_bf16();  /* norms: 1.0 */
-			ok = fwrite(buf, 2, n, f) == n;
-			left -= n;
-		}
-	}
-	if (fclose(f) != 0 || !ok) {
-		unlink(tmp);
-		fail("%s: write error", tmp);
-	}
-	char cfg[4200];
-	snprintf(cfg, sizeof cfg, "%s/config.json", dir);
-	if (copy_file(REAL_CONFIG, cfg) < 0 || rename(tmp, path) < 0)
-		fail("%s: cannot put the model in place", dir);
-	free(buf);
-	free(json);
-	cJSON_Delete(h);
-	manifest_free(&m);
-}
-
+/* The synthetic model (lib/synthetic.h), written on the first run. */
 static void synthetic_dir(char *dir, size_t cap)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char base[4000];
-	if (xdg && *xdg)
-		snprintf(base, sizeof base, "%s/qwenpipe", xdg);
-	else
-		snprintf(base, sizeof base, "%s/.cache/qwenpipe", home ? home : "/tmp");
-	snprintf(dir, cap, "%s/synthetic-qwen2.5-0.5b", base);
-	char parent[4000];
-	snprintf(parent, sizeof parent, "%s", base);
-	*strrchr(parent, '/') = 0;
-	mkdir(parent, 0755);
-	mkdir(base, 0755);
-	mkdir(dir, 0755);
-	char st[4200];
-	snprintf(st, sizeof st, "%s/model.safetensors", dir);
-	if (access(st, R_OK) != 0) {
-		double t0 = now();
-		make_synthetic(dir);
-		fprintf(stderr, "bench/forward: wrote %s in %.1f s\n", st, now() - t0);
-	}
+	struct synthetic syn;
+	struct err e;
+	if (synthetic_ensure(&syn, SYNTHETIC_CONFIG, NULL, NULL, &e) < 0)
+		fail("%s", e.msg);
+	snprintf(dir, cap, "%s", syn.dir);
 }
 
-/* ---- memory bandwidth ---- */
-
-struct bw_job {
-	const unsigned char *buf;
-	size_t bytes;
-	uint64_t sink[64];
-};
-
-__attribute__((target("avx2"))) static uint64_t stream_sum(const unsigned char *p, size_t n)
-{
-	__m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-	for (size_t i = 0; i + 128 <= n; i += 128) {
-		a = _mm256_add_epi64(a, _mm256_load_si256((const __m256i *)(p + i)));
-		b = _mm256_add_epi64(b, _mm256_load_si256((const __m256i *)(p + i + 32)));
-		c = _mm256_add_epi64(c, _mm256_load_si256((const __m256i *)(p + i + 64)));
-		d = _mm256_add_epi64(d, _mm256_load_si256((const __m256i *)(p + i + 96)));
-	}
-	a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
-	uint64_t t[4];
-	_mm256_storeu_si256((__m256i *)t, a);
-	return t[0] + t[1] + t[2] + t[3];
-}
-
-static void bw_part(void *arg, int i, int n)
-{
-	struct bw_job *j = arg;
-	int lo, hi;
-	pool_split((int)(j->bytes >> 12), i, n, 1, &lo, &hi);
-	j->sink[i] = stream_sum(j->buf + ((size_t)lo << 12), (size_t)(hi - lo) << 12);
-}
-
-/* GB/s of a read-only stream over 1 GiB, best of 5. */
+/* GB/s of a read-only stream over 1 GiB, best of 5 (lib/membw.h). */
 static double bandwidth(int threads)
 {
+	struct membw r;
 	struct err e;
-	struct pool *p = pool_create(threads, &e);
-	struct bw_job j = { aligned_alloc(64, BW_BYTES), BW_BYTES, { 0 } };
-	memset((void *)j.buf, 1, BW_BYTES);
-	double best = 0;
-	for (int r = 0; r < 5; r++) {
-		double t0 = now();
-		pool_run(p, bw_part, &j);
-		double gbs = BW_BYTES / (now() - t0) / 1e9;
-		best = gbs > best ? gbs : best;
-	}
-	free((void *)j.buf);
-	pool_destroy(p);
-	return best;
+	if (membw_measure(&r, threads, MEMBW_BYTES_DEFAULT, MEMBW_REPS_DEFAULT, &e) < 0)
+		fail("%s", e.msg);
+	return r.gbs.max;
 }
 
 /* ---- one prefill-sized product: ours against OpenBLAS ---- */
@@ -247,7 +91,7 @@ static void gemm_gflops(double out[3])
 	for (int i = 0; i < M * K; i++)
 		x[i] = (float)(i % 7) * 0.1f;
 	for (int i = 0; i < N * K; i++) {
-		wb[i] = rand_bf16();
+		wb[i] = (uint16_t)(0x3c00 + i % 127);  /* bf16 0.0078 .. 0.0156 */
 		w[i] = (float)(i % 5) * 0.1f;
 	}
 	const struct kernels *k = kernels_for(cpu_level_env(NULL));

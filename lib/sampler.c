@@ -379,6 +379,17 @@ static void top_k(struct sampler *s, const float *x, int k, float t, int *bad)
 		sift_down(h, k, i);
 	float lo = top_k_floor(h[0].x, t);
 	for (int i = k; i < nv; i++) {
+		/* Most blocks of 16 hold nothing at or above the floor (nor a
+		 * NaN): one vectorizable test skips them. */
+		if ((i & 15) == 0 && i + 16 <= nv) {
+			int any = 0;
+			for (int j = 0; j < 16; j++)
+				any |= !(x[i + j] < lo);
+			if (!any) {
+				i += 15;
+				continue;
+			}
+		}
 		float v = x[i];
 		nan |= v != v;
 		if (v >= lo) {

@@ -17,7 +17,7 @@
 #include "safetensors.h"
 
 /* Bumped whenever the bytes written change: old caches are then ignored. */
-#define GENERATOR_VERSION 1
+#define GENERATOR_VERSION 2
 #define ALIGN 64
 #define CHUNK (1 << 20)
 
@@ -225,7 +225,7 @@ static int write_container(const char *path, const char *dir, const struct st_fi
 		const struct st_tensor *t = &st->tensors[i];
 		plan[i] = (struct qw_tensor){ .name = t->name, .ndim = t->ndim, .type = WT_BF16,
 			.shape = { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 } };
-		if (qfile_quantizes(t->name, t->ndim, false))
+		if (qfile_quantizes(t->name, t->ndim, true))
 			plan[i].type = level == 8 ? WT_Q8 : WT_Q4;
 		if (plan[i].type == WT_Q4 && q4_check_shape((int)t->shape[1], group, e) < 0) {
 			err_prefix(e, t->name);
@@ -235,7 +235,7 @@ static int write_container(const char *path, const char *dir, const struct st_fi
 	}
 	static const char empty[] = "{}";
 	struct qw_header h = {
-		.level = level, .group_size = group, .embeddings = false,
+		.level = level, .group_size = group, .embeddings = true,
 		.config_json = (const char *)mf[0].data, .config_len = mf[0].size,
 		.gen_json = mf[1].size ? (const char *)mf[1].data : empty,
 		.gen_len = mf[1].size ? mf[1].size : 2,

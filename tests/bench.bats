@@ -95,8 +95,8 @@ quick() {
 	[ -f "$dir/model.safetensors" ]
 	run -0 st-inspect "$dir"
 	assert_output --partial "config        $dir/config.json: matches"
-	quantize "$dir" -o "$BATS_TEST_TMPDIR/q8" --level int8 2>/dev/null
-	quantize "$dir" -o "$BATS_TEST_TMPDIR/q4" --level int4 2>/dev/null
+	quantize "$dir" -o "$BATS_TEST_TMPDIR/q8" --embeddings --level int8 2>/dev/null
+	quantize "$dir" -o "$BATS_TEST_TMPDIR/q4" --embeddings --level int4 2>/dev/null
 	cmp "$BATS_TEST_TMPDIR/q8" "$dir/model.q8"
 	cmp "$BATS_TEST_TMPDIR/q4" "$dir/model.q4"
 	run -0 jq -r 'select(.bench == "model") | .precision' "$REC"
@@ -160,4 +160,36 @@ quick() {
 	run -1 quick "$BATS_TEST_TMPDIR/nope"
 	assert_output --partial "bench: $BATS_TEST_TMPDIR/nope"
 	[ ! -s "$REC" ]
+}
+
+@test "plot-bench draws the latest run's decode and bandwidth pictures, and ppl's" {
+	bench -r 1 -n 2 -p 4 -t 1,2 --membw-mib 16 --no-sgemm --record "$REC" "$TINY" \
+		"$SHAPES" >/dev/null
+	cat >"$BATS_TEST_TMPDIR/ppl.json" <<-'EOF2'
+	{"text": "heldout.txt", "levels": [
+	 {"level": "fp32", "weight_bytes": 4000, "ppl": 285.6},
+	 {"level": "bf16", "weight_bytes": 2000, "ppl": 285.7},
+	 {"level": "int8", "weight_bytes": 1062, "ppl": 285.7},
+	 {"level": "int4", "weight_bytes": 625, "ppl": 286.2}]}
+	EOF2
+	run -0 "$ROOT/scripts/plot-bench" --results "$REC" --ppl "$BATS_TEST_TMPDIR/ppl.json" \
+		-o "$BATS_TEST_TMPDIR"
+	assert_output "$(printf '%s\n' "$BATS_TEST_TMPDIR/decode.svg" \
+		"$BATS_TEST_TMPDIR/bandwidth.svg" "$BATS_TEST_TMPDIR/ppl.svg")"
+	for f in decode bandwidth ppl; do
+		grep -q '</svg>' "$BATS_TEST_TMPDIR/$f.svg"
+	done
+	# Both models, both thread counts: two bars each in the decode picture.
+	grep -q 'shakespeare-tiny bf16' "$BATS_TEST_TMPDIR/decode.svg"
+	grep -q 'qwen-shapes bf16' "$BATS_TEST_TMPDIR/decode.svg"
+	grep -q '2 threads' "$BATS_TEST_TMPDIR/decode.svg"
+	grep -q 'int4' "$BATS_TEST_TMPDIR/ppl.svg"
+	[ -z "$(ls "$BATS_TEST_TMPDIR" | grep '\.tmp$')" ]
+}
+
+@test "plot-bench refuses records without a model run" {
+	run -1 "$ROOT/scripts/plot-bench" --results /dev/null -o "$BATS_TEST_TMPDIR"
+	assert_output "plot-bench: /dev/null: no model records"
+	run -2 "$ROOT/scripts/plot-bench" --frob
+	assert_line --index 0 "plot-bench: --frob: unknown argument"
 }

@@ -41,7 +41,9 @@ gen() {
 	assert_output "[$n_weights,0]"
 }
 
-@test "--trace-attn: a path that cannot be written is a one-line error, exit 1" {
+@test "--trace-attn: the file gets the umask's mode; a path that cannot be written is a one-line error, exit 1" {
+	(umask 027 && forward "$TINY" --score --trace-attn "$BATS_TEST_TMPDIR/a.jsonl" <<< 40 > /dev/null)
+	[ "$(stat -c %a "$BATS_TEST_TMPDIR/a.jsonl")" = 640 ]
 	run -1 forward "$TINY" --score --trace-attn "$BATS_TEST_TMPDIR/no/a.jsonl" <<< 40
 	assert_output "forward: $BATS_TEST_TMPDIR/no/a.jsonl: No such file or directory"
 }

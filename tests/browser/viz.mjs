@@ -63,12 +63,19 @@ try {
   const bars = async sel => page.locator(sel).evaluateAll(gs => gs.map(g => ({ id: Number(g.dataset.id), p: Number(g.dataset.p) })));
   const before = await bars("#bars-before .bar"), after = await bars("#bars-after .bar");
   const close = (a, b) => Math.abs(a - b) < 1e-6;
-  check(before.length === s.top.length && before.every((b, j) => b.id === s.top[j].id && close(b.p, Math.exp(s.top[j].logprob))),
-        `step ${i + 1}: bars before the chain are the trace's top ${s.top.length}`);
-  check(after.length === s.after.length && after.every((b, j) => b.id === s.after[j].id && close(b.p, s.after[j].p)),
+  // scripts/viz draws --top (default 10) bars of the candidates it recorded.
+  check(before.length === Math.min(10, s.top.length) && before.every((b, j) => b.id === s.top[j].id && close(b.p, Math.exp(s.top[j].logprob))),
+        `step ${i + 1}: bars before the chain are the trace's most probable ${before.length}`);
+  check(after.length === Math.min(10, s.after.length) && after.every((b, j) => b.id === s.after[j].id && close(b.p, s.after[j].p)),
         `step ${i + 1}: bars after the chain are the trace's`);
-  check(await page.locator(`#bars-after .bar.drawn[data-id="${s.id}"]`).count() === (s.after.some(a => a.id === s.id) ? 1 : 0),
+  check(await page.locator(`#bars-after .bar.drawn[data-id="${s.id}"]`).count() === (s.after.slice(0, 10).some(a => a.id === s.id) ? 1 : 0),
         `step ${i + 1}: the drawn token is marked`);
+
+  // At the run's settings (the model's top-k 40 is within the 64 candidates
+  // recorded), the sliders' chain gives what sample's chain gave.
+  const rr0 = await bars("#bars-rerank .bar");
+  check(rr0.length === after.length && rr0.every((b, j) => b.id === after[j].id && Math.abs(b.p - after[j].p) < 1e-4),
+        `step ${i + 1}: at the run's settings the re-ranked bars are the chain's`);
 
   // A slider re-ranks: temperature 0 leaves one bar at 100%.
   await page.locator("#s-temperature").fill("0");

@@ -181,8 +181,10 @@ static struct sampler_params params(const struct stream_header *h)
 }
 
 /* ---- --logprobs-file: written to a temporary file beside it and renamed
- * into place at the end, so an interrupted run leaves no partial file
- * (unless it names something that is not a regular file: /dev/stderr). */
+ * into place at the end, so an interrupted run leaves no partial file.
+ * A path that exists and is not a plain file (a symbolic link such as
+ * /dev/stderr, a FIFO, a device) is written directly: renaming onto it
+ * would replace the link itself. */
 
 static FILE *lp;
 static char lp_tmp[PATH_MAX];
@@ -197,7 +199,7 @@ static void lp_on_signal(int sig)
 static void lp_open(void)
 {
 	struct stat st;
-	if (stat(logprobs_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (lstat(logprobs_path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		lp = fopen(logprobs_path, "w");
 		if (!lp)
 			die("%s: %s", logprobs_path, strerror(errno));
