@@ -47,18 +47,6 @@ struct tokenizer {
 
 enum { F_EXISTS = 1, F_SPECIAL = 2 };
 
-/* s[0..n), text from the file, for a message: quoted, with control
- * characters and invalid UTF-8 escaped (json_quote), so that the message
- * stays one printable line. Returns buf. */
-static const char *quoted(char *buf, size_t cap, const unsigned char *s, size_t n)
-{
-	char tmp[128];
-	snprintf(tmp, sizeof tmp, "%.*s", (int)(n < sizeof tmp ? n : sizeof tmp - 1),
-		 (const char *)s);
-	return json_quote(buf, cap, tmp);
-}
-#define QUOTED(s, n) quoted((char[160]){ 0 }, 160, (const unsigned char *)(s), (n))
-
 /* ---- the byte-level alphabet (GPT-2's bytes_to_unicode) ---- */
 
 /* Printable bytes stand for themselves; the other 68 (controls, space,
@@ -91,6 +79,15 @@ static int jr_fail(struct jr *r, const char *what)
 	for (const char *q = r->start; q < r->p && q < r->end; q++)
 		line += *q == '\n';
 	return err_set(r->e, "line %ld: %s", line, what);
+}
+
+/* s[0..n) (untrusted: any bytes) quoted for a message, as json_quote. */
+static char *quote_n(char *buf, size_t cap, const unsigned char *s, size_t n)
+{
+	char raw[96];
+	snprintf(raw, sizeof raw, "%.*s", (int)(n < sizeof raw ? n : sizeof raw - 1),
+		 (const char *)s);
+	return json_quote(buf, cap, raw);
 }
 
 static void jr_ws(struct jr *r)
@@ -393,12 +390,6 @@ static int parse_vocab(struct load *L)
 			free(pv);
 			return err_prefix(r->e, "model.vocab");
 		}
-		if ((size_t)p->id >= L->n_vocab) {
-			err_set(r->e, "model.vocab: id %d is out of range: ids must number "
-				"the %zu tokens from 0", p->id, L->n_vocab);
-			free(pv);
-			return -1;
-		}
 		p->h = fnv(FNV0, p->s, p->len);
 		L->vocab_bytes += p->len;
 		if (p->id >= t->n_ids)
@@ -409,8 +400,19 @@ static int parse_vocab(struct load *L)
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (i + AHEAD < n)
 			vocab_prefetch(&L->v, pv[i + AHEAD].h);
-		if (vocab_add(&L->v, pv[i].h, pv[i].s, pv[i].len, pv[i].id))
-			rc = err_set(r->e, "model.vocab: %s appears twice", QUOTED(pv[i].s, pv[i].len));
+		if (vocab_add(&L->v, pv[i].h, pv[i].s, pv[i].len, pv[i].id)) {
+			char q[128];
+			rc = err_set(r->e, "model.vocab: %s appears twice",
+				     quote_n(q, sizeof q, pv[i].s, pv[i].len));
+		}
+	}
+	/* the tables by id: a stray huge id must not make them gigabytes */
+	if (rc == 0 && (size_t)t->n_ids > 2 * (n + t->n_added))
+		rc = err_set(r->e, "ids run to %d, but there are only %zu tokens "
+			     "(at most half the ids may be unused)", t->n_ids - 1, n + t->n_added);
+	if (rc < 0) {
+		free(pv);
+		return rc;
 	}
 	L->text = calloc((size_t)t->n_ids, sizeof *L->text);
 	L->tlen = calloc((size_t)t->n_ids, sizeof *L->tlen);
@@ -507,9 +509,10 @@ static int parse_merges(struct load *L)
 		if (!text_is(L, iab, p->a, p->na, p->b, p->nb))
 			iab = vocab_find(&L->v, fnv(p->ha, p->b, p->nb), p->a, p->na, p->b, p->nb);
 		if (ia < 0 || ib < 0 || iab < 0) {
+			char q[128];
 			rc = err_set(r->e, "model.merges[%zu]: %s is not in the vocabulary", i,
-				     QUOTED(ia < 0 ? p->a : ib < 0 ? p->b : p->a,
-					    ia < 0 ? p->na : ib < 0 ? p->nb : p->na + p->nb));
+				     quote_n(q, sizeof q, ia < 0 ? p->a : ib < 0 ? p->b : p->a,
+					     ia < 0 ? p->na : ib < 0 ? p->nb : p->na + p->nb));
 			goto out;
 		}
 		m[i] = (struct bpe_merge){ ia, ib, iab };
@@ -581,7 +584,9 @@ static int model_field(struct load *L, const char *key)
 		cJSON_Delete(v);
 		return rc;
 	}
-	return err_set(L->r.e, "model: field %s is not supported", QUOTED(key, strlen(key)));
+	char q[128];
+	return err_set(L->r.e, "model: %s: this field is not supported",
+		       json_quote(q, sizeof q, key));
 }
 
 static int parse_model(struct load *L)
@@ -632,8 +637,9 @@ static int is_type(const cJSON *c, const char *type)
 static int unsupported(struct err *e, const char *what, const cJSON *c)
 {
 	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(c, "type");
+	char q[128];
 	return err_set(e, "%s: type %s is not supported", what,
-		       cJSON_IsString(ty) ? QUOTED(ty->valuestring, strlen(ty->valuestring)) : "(none)");
+		       cJSON_IsString(ty) ? json_quote(q, sizeof q, ty->valuestring) : "(none)");
 }
 
 /* A ByteLevel component: no prefix space; use_regex must be false inside a
@@ -711,16 +717,12 @@ static int load_added(struct load *L)
 			return err_set(e, "added_tokens[%zu]: needs a content and a whole id", i);
 		static const char *const off[] = { "single_word", "lstrip", "rstrip", "normalized" };
 		for (size_t k = 0; k < 4; k++) {
-			char name[128];
+			char name[160], q[128];
 			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i,
-				 QUOTED(c->valuestring, strlen(c->valuestring)), off[k]);
+				 json_quote(q, sizeof q, c->valuestring), off[k]);
 			if (check_scalar(cJSON_GetObjectItemCaseSensitive(it, off[k]), name, NULL, 0, e) < 0)
 				return -1;
 		}
-		if (id->valuedouble >= (double)(L->n_vocab + n))
-			return err_set(e, "added_tokens[%zu] %s: id %.0f is out of range (%zu tokens)",
-				       i, QUOTED(c->valuestring, strlen(c->valuestring)),
-				       id->valuedouble, L->n_vocab + n);
 		struct added *ad = &t->added[i++];
 		ad->len = strlen(c->valuestring);
 		memcpy(o, c->valuestring, ad->len);
@@ -738,9 +740,9 @@ static int load_added(struct load *L)
 
 /* HuggingFace does not take an added token's id from the file: it gives
  * the token its vocabulary id if the model has it, else the next id after
- * the vocabulary and the added tokens before it (and warns when that
- * differs from the file). A file where the two disagree would encode
- * differently here and there, so it is refused. */
+ * the vocabulary (its number of entries) and the added tokens before it
+ * (and warns when that differs from the file). A file where the two
+ * disagree would encode differently here and there, so it is refused. */
 static int check_added_ids(struct load *L)
 {
 	const struct tokenizer *t = L->t;
@@ -755,9 +757,12 @@ static int check_added_ids(struct load *L)
 			want = max >= (int64_t)L->n_vocab ? max + 1 : (int64_t)L->n_vocab;
 		if (want > max)
 			max = want;
-		if (want != a->id)
+		if (want != a->id) {
+			char q[128];
 			return err_set(L->r.e, "added_tokens[%zu] %s: id %d, but HuggingFace would "
-				       "give it %lld", i, QUOTED(a->text, a->len), a->id, (long long)want);
+				       "give it %lld", i, quote_n(q, sizeof q, a->text, a->len), a->id,
+				       (long long)want);
+		}
 	}
 	return 0;
 }
@@ -810,6 +815,15 @@ static int build_decoder(struct load *L)
 			t->flags[id] = F_EXISTS;
 	for (size_t i = 0; i < t->n_added; i++) {
 		const struct added *a = &t->added[i];
+		/* an id may be both a vocabulary token and an added one only
+		 * when the two are the same text */
+		if (t->flags[a->id] && (tlen[a->id] != a->len ||
+					memcmp(text[a->id], a->text, a->len) != 0)) {
+			char qa[128], qb[128];
+			return err_set(L->r.e, "added_tokens[%zu] %s: id %d is already %s", i,
+				       quote_n(qa, sizeof qa, a->text, a->len), a->id,
+				       quote_n(qb, sizeof qb, text[a->id], tlen[a->id]));
+		}
 		t->flags[a->id] = (unsigned char)(F_EXISTS | (a->special ? F_SPECIAL : 0));
 		text[a->id] = a->text;
 		tlen[a->id] = (uint32_t)a->len;
@@ -885,7 +899,9 @@ static int parse_top(struct load *L)
 				return -1;
 			continue;
 		} else {
-			return err_set(r->e, "%s: this field is not supported", QUOTED(key, strlen(key)));
+			char q[128];
+			return err_set(r->e, "%s: this field is not supported",
+				       quote_n(q, sizeof q, k, kn));
 		}
 		cJSON_Delete(*slot);
 		if (!(*slot = cjson_value(r, key)))
@@ -929,7 +945,8 @@ static char *tokenizer_file(const char *path)
 	return p;
 }
 
-struct tokenizer *tok_parse(const char *name, const void *data, size_t size, struct err *e)
+struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
+			    struct err *e)
 {
 	struct tokenizer *t = calloc(1, sizeof *t);
 	struct load L = { .t = t };
@@ -940,9 +957,9 @@ struct tokenizer *tok_parse(const char *name, const void *data, size_t size, str
 		goto out;
 	}
 	alphabet(L.byte_cp, L.cp_byte);
-	L.r = (struct jr){ .start = data, .p = data, .end = (const char *)data + size,
-			   .e = e, .out = strings };
-	if (size == 0) {
+	L.r = (struct jr){ .start = (const char *)data, .p = (const char *)data,
+			   .end = (const char *)data + size, .e = e, .out = strings };
+	if (!size) {
 		err_set(e, "empty file");
 		goto prefix;
 	}
@@ -955,7 +972,7 @@ struct tokenizer *tok_parse(const char *name, const void *data, size_t size, str
 	rc = 0;
 	goto out;
 prefix:
-	err_prefix(e, name);
+	err_prefix(e, t->path);
 out:
 	free(L.v.slot);
 	free(L.text);
@@ -976,12 +993,14 @@ out:
 struct tokenizer *tok_load(const char *path, struct err *e)
 {
 	char *file = tokenizer_file(path);
+	if (!file) {
+		err_set(e, "out of memory");
+		return NULL;
+	}
 	struct mapfile m;
 	struct tokenizer *t = NULL;
-	if (!file)
-		err_set(e, "out of memory");
-	else if (mapfile_open(&m, file, e) == 0) {
-		t = tok_parse(file, m.data, m.size, e);
+	if (mapfile_open(&m, file, e) == 0) {
+		t = tok_parse(m.data, m.size, file, e);
 		mapfile_close(&m);
 	}
 	free(file);

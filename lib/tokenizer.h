@@ -3,9 +3,9 @@
  * HuggingFace tokenizers 0.23 runs it.
  *
  * Supported, and checked at load: model BPE (no dropout, no unk_token, no
- * byte fallback, no word prefix/suffix, ignore_merges false) whose vocab
- * ids number its tokens from 0, merges as "a b" strings or ["a", "b"]
- * pairs; added tokens without lstrip, rstrip, single_word or normalized,
+ * byte fallback, no word prefix/suffix, ignore_merges false; ids may
+ * leave gaps, at most half of them unused), merges as "a b" strings or
+ * ["a", "b"] pairs; added tokens without lstrip, rstrip, single_word or normalized,
  * with the ids HuggingFace gives them (it ignores the file's: a token the
  * vocabulary has keeps that id, the others follow the vocabulary in order);
  * normalizer NFC or none; pre-tokenizer
@@ -42,13 +42,13 @@ struct tokenizer;
  * the tokenizer (free with tok_free) or NULL with e filled
  * ("path: model.byte_fallback: true is not supported"). */
 struct tokenizer *tok_load(const char *path, struct err *e);
-void tok_free(struct tokenizer *t);
-
-/* The same from the bytes of a tokenizer.json in memory (data[0..size),
- * which need not be NUL-terminated); name stands for the file in messages
- * and in tok_path. */
-struct tokenizer *tok_parse(const char *name, const void *data, size_t size,
+/* The same from a tokenizer.json held in data[0..size) (a container's
+ * embedded copy; the fuzzer's entry point); name is used in messages and
+ * as tok_path. Nothing points into data afterwards. */
+struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
 			    struct err *e);
+
+void tok_free(struct tokenizer *t);
 
 /* The tokenizer.json that was loaded (a path the caller gave, or
  * "DIR/tokenizer.json"); owned by t. */

@@ -1,74 +1,51 @@
-/* fuzz_tokenizer: the tokenizer on arbitrary bytes, two ways, chosen by the
- * first byte of the input:
- *
- *   even: the rest is text, encoded with the bundled Qwen2.5 tokenizer
- *         (data/qwen2.5-0.5b-instruct/tokenizer.json, from the repository
- *         root, where scripts/fuzz runs; odd second bit: TOK_NO_SPECIAL).
- *         Encoding never fails, every id is a token, and when no byte of
- *         the text can start a character from U+0300 on (so that NFC has
- *         nothing to change), decoding gives back exactly the text, valid
- *         UTF-8 or not.
- *   odd:  the rest is a tokenizer.json (tok_parse): refused with one line
- *         naming it, or loaded, and then a fixed text encodes to ids that
- *         are all tokens.
- */
+/* fuzz_tokenizer: tok_parse (tokenizer.json loading) on arbitrary bytes;
+ * the seeds are small tokenizers (a few hundred ids) so each run is fast.
+ * An accepted tokenizer gives every id in [0, n) bytes or none, and
+ * encodes a fixed ASCII text to ids that decode back to it. */
 #include "fuzz.h"
 #include "tokenizer.h"
 
 #include <stdint.h>
 
-#define BUNDLED "data/qwen2.5-0.5b-instruct/tokenizer.json"
-
-static void check_ids(const struct tokenizer *t, const struct idvec *ids,
-		      const uint8_t *text, size_t n, int exact)
-{
-	size_t at = 0;
-	int same = 1;
-	for (size_t i = 0; i < ids->n; i++) {
-		size_t len;
-		const unsigned char *b = tok_bytes(t, ids->v[i], &len);
-		FUZZ_CHECK(b != NULL);
-		same = same && at + len <= n && memcmp(text + at, b, len) == 0;
-		at += len;
-	}
-	if (exact)
-		FUZZ_CHECK(same && at == n);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct tokenizer *bundled;
+	/* A copy of exactly size bytes, so ASan sees any read past the end
+	 * (a mapping would hide it in the last page's zeros). */
+	unsigned char *buf = malloc(size ? size : 1);
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
 	struct err e;
-	struct idvec ids = { 0 };
-	if (size == 0)
-		return 0;
-	const uint8_t *rest = data + 1;
-	size_t n = size - 1;
-
-	if (data[0] % 2 == 0) {
-		if (!bundled && !(bundled = tok_load(BUNDLED, &e))) {
-			fprintf(stderr, "fuzz_tokenizer: %s (run from the repository root)\n", e.msg);
-			abort();
-		}
-		int flags = data[0] & 2 ? TOK_NO_SPECIAL : 0, stable = 1;
-		for (size_t i = 0; i < n; i++)
-			stable = stable && !(rest[i] >= 0xCC && rest[i] <= 0xF4);
-		size_t bad;
-		FUZZ_CHECK(tok_encode(bundled, rest, n, flags, &ids, &bad, &e) == 0);
-		FUZZ_CHECK(bad <= n);
-		check_ids(bundled, &ids, rest, n, stable);
-		idvec_free(&ids);
-		return 0;
-	}
-
-	struct tokenizer *t = tok_parse("tokenizer.json", rest, n, &e);
+	struct tokenizer *t = tok_parse(buf, size, "tokenizer.json", &e);
+	free(buf);
 	if (!t) {
 		fuzz_check_msg(&e, "tokenizer.json");
 		return 0;
 	}
-	static const char text[] = "Hello <|im_start|> w\xc3\xb6rld\xff 123\n\n";
-	FUZZ_CHECK(tok_encode(t, (const uint8_t *)text, sizeof text - 1, 0, &ids, NULL, &e) == 0);
-	check_ids(t, &ids, (const uint8_t *)text, sizeof text - 1, 0);
+	int32_t n = tok_n_ids(t);
+	FUZZ_CHECK(n > 0);
+	for (int32_t id = -1; id <= n; id++) {
+		size_t len;
+		const unsigned char *b = tok_bytes(t, id, &len);
+		FUZZ_CHECK(b || !tok_is_special(t, id));
+		if (id < 0 || id == n)
+			FUZZ_CHECK(!b);
+	}
+	static const unsigned char text[] = "Hello, world! 123 it's\n\tdone  <|im_end|>";
+	struct idvec ids = { 0 };
+	size_t bad = 1;
+	FUZZ_CHECK(tok_encode(t, text, sizeof text - 1, 0, &ids, &bad, &e) == 0);
+	FUZZ_CHECK(bad == 0);
+	unsigned char out[sizeof text];
+	size_t o = 0;
+	for (size_t i = 0; i < ids.n; i++) {
+		size_t len;
+		const unsigned char *b = tok_bytes(t, ids.v[i], &len);
+		FUZZ_CHECK(b && len <= sizeof text - 1 - o);
+		memcpy(out + o, b, len);
+		o += len;
+	}
+	FUZZ_CHECK(o == sizeof text - 1 && memcmp(out, text, o) == 0);
 	idvec_free(&ids);
 	tok_free(t);
 	return 0;
