@@ -39,6 +39,12 @@ struct tokenizer;
  * the tokenizer (free with tok_free) or NULL with e filled
  * ("path: model.byte_fallback: true is not supported"). */
 struct tokenizer *tok_load(const char *path, struct err *e);
+/* The same from a tokenizer.json held in data[0..size) (a container's
+ * embedded copy; the fuzzer's entry point); name is used in messages and
+ * as tok_path. Nothing points into data afterwards. */
+struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
+			    struct err *e);
+
 void tok_free(struct tokenizer *t);
 
 /* The tokenizer.json that was loaded (a path the caller gave, or

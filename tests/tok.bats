@@ -105,13 +105,13 @@ setup() {
 	[ "$stderr" = "tok: $T: model.byte_fallback: true is not supported" ]
 	sed 's/"type": "NFC"/"type": "NFKC"/' "$Q/tokenizer.json" > "$T"
 	run --separate-stderr -1 tok encode --tokenizer "$T" < /dev/null
-	[ "$stderr" = "tok: $T: normalizer: type NFKC is not supported" ]
+	[ "$stderr" = "tok: $T: normalizer: type 'NFKC' is not supported" ]
 	sed 's/\\\\p{N}| ?/\\\\p{N}{1,3}| ?/' "$Q/tokenizer.json" > "$T"
 	run --separate-stderr -1 tok encode --tokenizer "$T" < /dev/null
 	[ "$stderr" = "tok: $T: pre_tokenizer: this Split pattern is not supported (only Qwen2's is implemented)" ]
 	sed '0,/"lstrip": false/s//"lstrip": true/' "$Q/tokenizer.json" > "$T"
 	run --separate-stderr -1 tok encode --tokenizer "$T" < /dev/null
-	[ "$stderr" = "tok: $T: added_tokens[0] <|endoftext|>: lstrip: true is not supported" ]
+	[ "$stderr" = "tok: $T: added_tokens[0] '<|endoftext|>': lstrip: true is not supported" ]
 	head -c 1000000 "$Q/tokenizer.json" > "$T"
 	run --separate-stderr -1 tok encode --tokenizer "$T" < /dev/null
 	[ "$stderr" = "tok: $T: model.vocab: line $(( $(wc -l < "$T") + 1 )): unexpected end of file" ]

@@ -273,10 +273,19 @@ int main(int argc, char **argv)
 		signal(SIGTERM, on_signal);
 		signal(SIGHUP, on_signal);
 		signal(SIGXFSZ, SIG_IGN);  /* a size limit is a write error, handled */
+		/* held from the temporary file's creation until the handler
+		 * knows its name (a signal in between would leave it behind) */
+		sigset_t sigs, old;
+		sigemptyset(&sigs);
+		sigaddset(&sigs, SIGINT);
+		sigaddset(&sigs, SIGTERM);
+		sigaddset(&sigs, SIGHUP);
+		sigprocmask(SIG_BLOCK, &sigs, &old);
 		if (qw_begin(&w, out, &h, plan, n, &e) < 0)
 			die_err(&e);
 		snprintf(tmp_path, sizeof tmp_path, "%s", qw_tmp_path(&w));
 		tmp_live = 1;
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
 
 	bool tty = isatty(STDERR_FILENO);
