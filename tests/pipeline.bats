@@ -47,6 +47,15 @@ greedy_of() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json"; }
 	tmpdir_empty
 }
 
+@test "without --seed, the seed -v prints repeats the run" {
+	ids_of citizen > "$BATS_TEST_TMPDIR/ids"
+	forward "$TINY" < "$BATS_TEST_TMPDIR/ids" | sample -v -n 30 --ignore-eos > "$BATS_TEST_TMPDIR/a" 2> "$BATS_TEST_TMPDIR/err"
+	seed=$(sed -n 's/^sample: seed \([0-9]*\),.*/\1/p' "$BATS_TEST_TMPDIR/err")
+	[ -n "$seed" ]
+	run -0 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --seed $seed -n 30 --ignore-eos"
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/a")" ]
+}
+
 @test "greedy: the prompt plus the first tokens generated, fed as one prompt, continues the same way" {
 	ids_of tobe > "$BATS_TEST_TMPDIR/ids"
 	greedy_of tobe | head -n 8 | tr '\n' ' ' >> "$BATS_TEST_TMPDIR/ids"
