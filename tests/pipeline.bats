@@ -187,3 +187,19 @@ waits_for() {
 	assert_output "$(greedy_of romeo | head -n 1)"
 	tmpdir_empty
 }
+
+@test "a truncated or corrupt frame is a one-line error naming the position" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	forward "$TINY" --score < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/s"
+	head -c 5000 "$BATS_TEST_TMPDIR/s" > "$BATS_TEST_TMPDIR/cut"
+	run -1 sample --greedy < "$BATS_TEST_TMPDIR/cut"
+	assert_output "sample: <stdin>: truncated frame at position 2"
+	# A fed id outside the vocabulary (the first of the frame's ids).
+	{ head -c 4252 "$BATS_TEST_TMPDIR/s"; printf '\377\377\377\177'; tail -c +4257 "$BATS_TEST_TMPDIR/s"; } > "$BATS_TEST_TMPDIR/bad"
+	run -1 sample --greedy < "$BATS_TEST_TMPDIR/bad"
+	assert_output "sample: <stdin>: corrupt frame at position 2: id 2147483647 outside the vocabulary"
+	# A NaN logit (token 0: after the header, the frame's 12 bytes and 3 ids).
+	{ head -c 4264 "$BATS_TEST_TMPDIR/s"; printf '\000\000\300\177'; tail -c +4269 "$BATS_TEST_TMPDIR/s"; } > "$BATS_TEST_TMPDIR/nan"
+	run -1 sample < "$BATS_TEST_TMPDIR/nan"
+	assert_output "sample: <stdin>: frame at position 2: logit 0 is nan"
+}
