@@ -392,6 +392,18 @@ static void report_md(cJSON **recs, int n)
 	}
 }
 
+/* A CSV field: quoted, quotes doubled (RFC 4180). */
+static void csv_string(const char *v)
+{
+	putchar('"');
+	for (; *v; v++) {
+		if (*v == '"')
+			putchar('"');
+		putchar(*v);
+	}
+	putchar('"');
+}
+
 /* One row per model record: strings and numbers as they are, each spread
  * as KEY_median, KEY_min, KEY_max; the columns of the first. */
 static void report_csv(cJSON **recs, int n)
@@ -414,7 +426,7 @@ static void report_csv(cJSON **recs, int n)
 					else if (cJSON_IsNumber(v))
 						printf("%.17g", v->valuedouble);
 					else
-						printf("\"%s\"", v->valuestring);
+						csv_string(v->valuestring);
 				}
 			}
 			putchar('\n');
