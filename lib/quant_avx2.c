@@ -16,13 +16,26 @@ static inline __m256 widen8(__m128i b)
 	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
 }
 
-static inline A q8_step(const int8_t *q, const float *x, A acc)
+static inline A q8_widen(const int8_t *q)
 {
 	__m128i b = _mm_loadu_si128((const __m128i *)q);
-	acc.lo = _mm256_fmadd_ps(widen8(b), _mm256_loadu_ps(x), acc.lo);
-	acc.hi = _mm256_fmadd_ps(widen8(_mm_srli_si128(b, 8)), _mm256_loadu_ps(x + 8), acc.hi);
-	return acc;
+	return (A){ widen8(b), widen8(_mm_srli_si128(b, 8)) };
 }
+
+static inline A afma(A w, const float *x, A acc)
+{
+	return (A){ _mm256_fmadd_ps(w.lo, _mm256_loadu_ps(x), acc.lo),
+		    _mm256_fmadd_ps(w.hi, _mm256_loadu_ps(x + 8), acc.hi) };
+}
+
+static inline A q8_step(const int8_t *q, const float *x, A acc)
+{
+	return afma(q8_widen(q), x, acc);
+}
+
+/* Tokens per pass over a block of four int8 rows (quant_simd.h): two,
+ * so the 8 accumulators (16 ymm) leave room for the codes. */
+#define QUANT_TB 2
 
 static inline A q4_step(const uint8_t *p, const float *x, A acc)
 {

@@ -16,11 +16,24 @@ static inline A widen8(__m128i b)
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
 
+static inline A q8_widen(const int8_t *q)
+{
+	return widen8(_mm_loadu_si128((const __m128i *)q));
+}
+
+static inline A afma(A w, const float *x, A acc)
+{
+	return _mm512_fmadd_ps(w, _mm512_loadu_ps(x), acc);
+}
+
 static inline A q8_step(const int8_t *q, const float *x, A acc)
 {
-	return _mm512_fmadd_ps(widen8(_mm_loadu_si128((const __m128i *)q)),
-			       _mm512_loadu_ps(x), acc);
+	return afma(q8_widen(q), x, acc);
 }
+
+/* Tokens per pass over a block of four int8 rows (quant_simd.h): 16
+ * accumulators, four codes and one input fit the 32 zmm registers. */
+#define QUANT_TB 4
 
 /* The int4 block: the 16 bytes zero-extended to 16 dwords once; vpermps
  * reads only the low 4 bits of each index, so the dwords index a table of
