@@ -10,7 +10,9 @@
  *   afma(w, x, acc)          lane j += w[j] * x[j], j < 16 (one fma each)
  *   q8_step(q, x, acc)       afma(q8_widen(q), x, acc)
  *   QUANT_TB                 tokens per pass over a block of int8 rows
- *   q4_step(p, x, acc)       the int4 block at p (32 weights) against x[0..32)
+ *   q4_widen(p, &lo, &hi)    the int4 block at p (32 weights) as floats:
+ *                            weights 0..15 in lo, 16..31 in hi
+ *   QUANT_TB4                tokens per pass over a block of int4 rows
  *   ascale(g, s, acc)        lane j: acc[j] = fma(g[j], s, acc[j])
  *   afold(acc)               the 16 lanes folded in halves (8, 4, 2, 1)
  *   QUANT_FN(name)           name with the ISA suffix
@@ -105,6 +107,60 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	}
 }
 
+/* The int4 block at p (32 weights) against x[0..32). */
+static inline A q4_step(const uint8_t *p, const float *x, A acc)
+{
+	A lo, hi;
+	q4_widen(p, &lo, &hi);
+	return afma(hi, x + 16, afma(lo, x, acc));
+}
+
+/* Rows r .. r + 3 for the tb tokens t .. t + tb - 1, as q8_rows4: each
+ * block's codes widened once for tb tokens, the order per (row, token)
+ * that of one token. */
+static inline __attribute__((always_inline)) void
+q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int ldy,
+	 int t, const int tb)
+{
+	int n = w->cols, G = w->group_size, ng = n / G;
+	size_t rb = (size_t)n / 2;  /* bytes per row */
+	const uint8_t *q[4];
+	const float *s[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+		q[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
+		s[i] = w->scales + (size_t)(r + i) * ng;
+	}
+	A acc[4][QUANT_TB4];
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		acc[i][j] = azero();
+	for (int g = 0; g < ng; g++) {
+		A gs[4][QUANT_TB4];
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			gs[i][j] = azero();
+		for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
+			size_t o = (size_t)c / 2;
+			if ((o & 63) == 0)
+				prefetch4(q[0], q[1], q[2], q[3], o);
+			A lo[4], hi[4];
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				q4_widen(q[i] + o, &lo[i], &hi[i]);
+			_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+				const float *x = xs + (size_t)(t + j) * ldx + c;
+				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+					gs[i][j] = afma(hi[i], x + 16, afma(lo[i], x, gs[i][j]));
+			}
+		}
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			acc[i][j] = ascale(gs[i][j], s[i][g], acc[i][j]);
+	}
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		ys[(size_t)(t + j) * ldy + r + i] = afold(acc[i][j]);
+}
+
 void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
 			 const float *xs, int ldx, int T)
 {
@@ -113,35 +169,11 @@ void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	const uint8_t *base = w->data;
 	int r = r0;
 	for (; r + 4 <= r1; r += 4) {
-		const uint8_t *q0 = base + (size_t)r * rb, *q1 = q0 + rb, *q2 = q1 + rb,
-			      *q3 = q2 + rb;
-		const float *s0 = w->scales + (size_t)r * ng, *s1 = s0 + ng,
-			    *s2 = s1 + ng, *s3 = s2 + ng;
-		for (int t = 0; t < T; t++) {
-			const float *x = xs + (size_t)t * ldx;
-			float *y = ys + (size_t)t * ldy;
-			A a0 = azero(), a1 = a0, a2 = a0, a3 = a0;
-			for (int g = 0; g < ng; g++) {
-				A g0 = azero(), g1 = g0, g2 = g0, g3 = g0;
-				for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
-					size_t o = (size_t)c / 2;
-					if ((o & 63) == 0)
-						prefetch4(q0, q1, q2, q3, o);
-					g0 = q4_step(q0 + o, x + c, g0);
-					g1 = q4_step(q1 + o, x + c, g1);
-					g2 = q4_step(q2 + o, x + c, g2);
-					g3 = q4_step(q3 + o, x + c, g3);
-				}
-				a0 = ascale(g0, s0[g], a0);
-				a1 = ascale(g1, s1[g], a1);
-				a2 = ascale(g2, s2[g], a2);
-				a3 = ascale(g3, s3[g], a3);
-			}
-			y[r] = afold(a0);
-			y[r + 1] = afold(a1);
-			y[r + 2] = afold(a2);
-			y[r + 3] = afold(a3);
-		}
+		int t = 0;
+		for (; t + QUANT_TB4 <= T; t += QUANT_TB4)
+			q4_rows4(w, r, xs, ldx, ys, ldy, t, QUANT_TB4);
+		for (; t < T; t++)
+			q4_rows4(w, r, xs, ldx, ys, ldy, t, 1);
 	}
 	for (; r < r1; r++) {
 		const uint8_t *q0 = base + (size_t)r * rb;
