@@ -538,10 +538,8 @@ static int check_scalar(cJSON *v, const char *name, const char *want_str, int wa
 		return 0;
 	if (cJSON_IsString(v) && want_str && strcmp(v->valuestring, want_str) == 0)
 		return 0;
-	char *text = cJSON_PrintUnformatted(v);
-	err_set(e, "%s: %s is not supported", name, text ? text : "this value");
-	free(text);
-	return -1;
+	char text[160];
+	return err_set(e, "%s: %s is not supported", name, json_print_scalar(text, sizeof text, v));
 }
 
 /* Parses the JSON value at r->p with cJSON (moving past it). */
@@ -737,6 +735,35 @@ static int load_added(struct load *L)
 			t->n_ids = ad->id + 1;
 	}
 	t->n_added = n;
+	return 0;
+}
+
+/* HuggingFace does not take an added token's id from the file: it gives
+ * the token its vocabulary id if the model has it, else the next id after
+ * the vocabulary (its number of entries) and the added tokens before it
+ * (and warns when that differs from the file). A file where the two
+ * disagree would encode differently here and there, so it is refused. */
+static int check_added_ids(struct load *L)
+{
+	const struct tokenizer *t = L->t;
+	int64_t max = -1; /* the largest id given so far */
+	for (size_t i = 0; i < t->n_added; i++) {
+		const struct added *a = &t->added[i];
+		int64_t want = vocab_find(&L->v, fnv(FNV0, a->text, a->len), a->text, a->len, NULL, 0);
+		for (size_t k = 0; want < 0 && k < i; k++)
+			if (t->added[k].len == a->len && same(t->added[k].text, a->text, a->len))
+				want = t->added[k].id;
+		if (want < 0)
+			want = max >= (int64_t)L->n_vocab ? max + 1 : (int64_t)L->n_vocab;
+		if (want > max)
+			max = want;
+		if (want != a->id) {
+			char q[128];
+			return err_set(L->r.e, "added_tokens[%zu] %s: id %d, but HuggingFace would "
+				       "give it %lld", i, quote_n(q, sizeof q, a->text, a->len), a->id,
+				       (long long)want);
+		}
+	}
 	return 0;
 }
 
@@ -937,7 +964,8 @@ struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *
 		goto prefix;
 	}
 	if (parse_top(&L) < 0 || check_components(&L) < 0 || load_added(&L) < 0 ||
-	    parse_vocab(&L) < 0 || parse_merges(&L) < 0 || set_byte_tokens(&L) < 0 ||
+	    parse_vocab(&L) < 0 || check_added_ids(&L) < 0 || parse_merges(&L) < 0 ||
+	    set_byte_tokens(&L) < 0 ||
 	    build_decoder(&L) < 0)
 		goto prefix;
 	qsort(t->added, t->n_added, sizeof *t->added, by_length_desc);

@@ -3,9 +3,12 @@
  * HuggingFace tokenizers 0.23 runs it.
  *
  * Supported, and checked at load: model BPE (no dropout, no unk_token, no
- * byte fallback, no word prefix/suffix, ignore_merges false), merges as
- * "a b" strings or ["a", "b"] pairs; added tokens without lstrip, rstrip,
- * single_word or normalized; normalizer NFC or none; pre-tokenizer
+ * byte fallback, no word prefix/suffix, ignore_merges false; ids may
+ * leave gaps, at most half of them unused), merges as "a b" strings or
+ * ["a", "b"] pairs; added tokens without lstrip, rstrip, single_word or normalized,
+ * with the ids HuggingFace gives them (it ignores the file's: a token the
+ * vocabulary has keeps that id, the others follow the vocabulary in order);
+ * normalizer NFC or none; pre-tokenizer
  * Sequence[Split(the pattern in pretok.h, Isolated), ByteLevel(no prefix
  * space, no regex)]; post-processor ByteLevel or none; decoder ByteLevel;
  * no truncation, no padding. Anything else is refused with a message that
