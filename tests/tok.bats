@@ -173,6 +173,8 @@ refuses() {
 	[ "${stderr%%$'\n'*}" = "tok: unknown command 'frobnicate' (encode, decode or chat)" ]
 	run --separate-stderr -2 tok decode --pieces
 	[ "${stderr%%$'\n'*}" = "tok: --pieces: unknown option for tok decode" ]
+	run --separate-stderr -2 tok chat --no-special
+	[ "${stderr%%$'\n'*}" = "tok: --no-special: unknown option for tok chat" ]
 	run --separate-stderr -2 tok encode --count --json
 	[ "${stderr%%$'\n'*}" = "tok: --json: only one of --pieces, --count, --json, --text" ]
 	run --separate-stderr -2 tok encode --tokenizer

@@ -390,7 +390,7 @@ int main(int argc, char **argv)
 			return EXIT_OK;
 		} else if (!strcmp(a, "--tokenizer"))
 			o.tokenizer = VALUE();
-		else if (!strcmp(a, "--no-special") && (enc || chat))
+		else if (!strcmp(a, "--no-special") && enc)
 			o.flags |= TOK_NO_SPECIAL;
 		else if (!strcmp(a, "--skip-special") && dec)
 			o.skip_special = 1;
