@@ -43,9 +43,10 @@ static inline A ascale(A g, float s, A acc)
 	return (A){ _mm256_fmadd_ps(g.lo, v, acc.lo), _mm256_fmadd_ps(g.hi, v, acc.hi) };
 }
 
-static inline float afold(A a)
+/* s[j] + s[j + 8]: the canonical fold's first halving. */
+static inline __m256 ahalf(A a)
 {
-	return quant_fold8(_mm256_add_ps(a.lo, a.hi));
+	return _mm256_add_ps(a.lo, a.hi);
 }
 
 #include "quant_simd.h"

@@ -37,10 +37,10 @@ static inline A ascale(A g, float s, A acc)
 	return _mm512_fmadd_ps(g, _mm512_set1_ps(s), acc);
 }
 
-static inline float afold(A a)
+/* s[j] + s[j + 8]: the canonical fold's first halving. */
+static inline __m256 ahalf(A a)
 {
-	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
-	return quant_fold8(h);
+	return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
 }
 
 #include "quant_simd.h"

@@ -9,7 +9,8 @@
  *   q8_step(q, x, acc)       lane j += q[j] * x[j], j < 16 (one fma each)
  *   q4_step(p, x, acc)       the int4 block at p (32 weights) against x[0..32)
  *   ascale(g, s, acc)        lane j: acc[j] = fma(g[j], s, acc[j])
- *   afold(acc)               the 16 lanes folded in halves (8, 4, 2, 1)
+ *   ahalf(acc)               the fold's first halving: 8 lanes s[j] + s[j + 8]
+ *                            (quant_fold8 / quant_fold8x4 do the rest)
  *   QUANT_FN(name)           name with the ISA suffix
  * and includes this file once.
  *
@@ -64,10 +65,11 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 				a2 = q8_step(q2 + c, x + c, a2);
 				a3 = q8_step(q3 + c, x + c, a3);
 			}
-			y[r] = afold(q8_tail(q0, x, nv, n, a0)) * sc[r];
-			y[r + 1] = afold(q8_tail(q1, x, nv, n, a1)) * sc[r + 1];
-			y[r + 2] = afold(q8_tail(q2, x, nv, n, a2)) * sc[r + 2];
-			y[r + 3] = afold(q8_tail(q3, x, nv, n, a3)) * sc[r + 3];
+			float s4[4];
+			quant_fold8x4(ahalf(q8_tail(q0, x, nv, n, a0)), ahalf(q8_tail(q1, x, nv, n, a1)),
+				      ahalf(q8_tail(q2, x, nv, n, a2)), ahalf(q8_tail(q3, x, nv, n, a3)), s4);
+			for (int i = 0; i < 4; i++)
+				y[r + i] = s4[i] * sc[r + i];
 		}
 	}
 	for (; r < r1; r++) {
@@ -77,7 +79,7 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 			A a0 = azero();
 			for (int c = 0; c < nv; c += 16)
 				a0 = q8_step(q0 + c, x + c, a0);
-			ys[(size_t)t * ldy + r] = afold(q8_tail(q0, x, nv, n, a0)) * sc[r];
+			ys[(size_t)t * ldy + r] = quant_fold8(ahalf(q8_tail(q0, x, nv, n, a0))) * sc[r];
 		}
 	}
 }
@@ -114,10 +116,7 @@ void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 				a2 = ascale(g2, s2[g], a2);
 				a3 = ascale(g3, s3[g], a3);
 			}
-			y[r] = afold(a0);
-			y[r + 1] = afold(a1);
-			y[r + 2] = afold(a2);
-			y[r + 3] = afold(a3);
+			quant_fold8x4(ahalf(a0), ahalf(a1), ahalf(a2), ahalf(a3), y + r);
 		}
 	}
 	for (; r < r1; r++) {
@@ -132,7 +131,7 @@ void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 					g0 = q4_step(q0 + c / 2, x + c, g0);
 				a0 = ascale(g0, s0[g], a0);
 			}
-			ys[(size_t)t * ldy + r] = afold(a0);
+			ys[(size_t)t * ldy + r] = quant_fold8(ahalf(a0));
 		}
 	}
 }
