@@ -145,7 +145,7 @@ static int *read_ids(const char *path, long *n)
 		long v;
 		struct err e;
 		if (parse_long(p, 0, INT_MAX, &v, &e) < 0)
-			die("%s: line %ld: '%.32s': %s", path, line, p, e.msg);
+			die("%s: line %ld: %s", path, line, e.msg);
 		*end = save;
 		p = end;
 		if (k == cap)
