@@ -3,7 +3,12 @@
 #   make            build lib/libcommon.a into build/ and every tool into bin/
 #   make test       build, run the C tests (tests/c/) and the bats tests (tests/*.bats)
 #   make check      the same test suite built with AddressSanitizer + UBSan (build/san/)
-#   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local)
+#   make browser    the page scripts/viz writes, in headless Chromium (needs
+#                   scripts/deps --browser and npm ci in tests/browser)
+#   make fuzz       the libFuzzer targets tests/fuzz/fuzz_*.c (clang; build/fuzz/),
+#                   run by scripts/fuzz
+#   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local), and the
+#                   bundled tokenizer to $(PREFIX)/share/qwenpipe (tok's default)
 #   make clean
 #
 # Sources are discovered, not listed: a new lib/foo.c joins libcommon, a new
@@ -28,10 +33,12 @@ TOOLS     := $(notdir $(wildcard tools/*))
 TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 CTEST_SRC := $(wildcard tests/c/test_*.c)
 CTESTS    := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test ctest bats check bench install clean
+.PHONY: all test ctest bats browser check fuzz fuzzers bench install clean
 .SECONDARY:
 
 all: $(TOOL_BINS)
@@ -65,9 +72,11 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
 # Benchmarks (bench/*.c) assert nothing: each prints one JSON line, which is
-# appended to bench/results.jsonl.
-bench: $(BENCHES)
+# appended to bench/results.jsonl; then bin/bench compares the synthetic
+# full-size bf16, int8 and int4 models (it appends its own records).
+bench: $(BENCHES) $(BIN)/bench
 	@set -e; for b in $(BENCHES); do $$b | tee -a bench/results.jsonl; done
+	$(BIN)/bench --synthetic
 
 ctest: $(CTESTS)
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
@@ -77,15 +86,35 @@ bats: $(TOOL_BINS)
 
 test: all ctest bats
 
+browser: all
+	BIN=$(abspath $(BIN)) bats tests/browser/
+
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 check:
 	$(MAKE) BUILD=build/san BIN=build/san/bin \
 	  OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
+# The fuzz targets: lib/ instrumented for coverage and built with the same
+# sanitizers, each target linked with libFuzzer's main().
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+fuzz:
+	$(MAKE) CC=clang BUILD=build/fuzz \
+	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  LDFLAGS="-fsanitize=fuzzer $(FUZZ_SAN)" fuzzers
+
+fuzzers: $(FUZZERS)
+
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/qwenpipe/qwen2.5-0.5b-instruct
+	install -m 644 data/qwen2.5-0.5b-instruct/tokenizer.json \
+	  data/qwen2.5-0.5b-instruct/tokenizer_config.json \
+	  $(DESTDIR)$(PREFIX)/share/qwenpipe/qwen2.5-0.5b-instruct/
 
 clean:
 	rm -rf build bin

@@ -9,8 +9,10 @@
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
+#include "benchrun.h"
 #include "rng.h"
 #include "sampler.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +21,6 @@
 
 #define LOGITS "tests/golden/shakespeare-tiny/romeo.last.f32"
 enum { REPS = 300 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -75,13 +70,7 @@ int main(void)
 	};
 	int nc = sizeof cases / sizeof cases[0];
 	/* The machine is shared: the load goes with the figures. */
-	double load = -1;
-	FILE *la = fopen("/proc/loadavg", "r");
-	if (la) {
-		if (fscanf(la, "%lf", &load) != 1)
-			load = -1;
-		fclose(la);
-	}
+	double load = bench_load();
 	char date[32];
 	time_t tnow = time(NULL);
 	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnow));
@@ -90,12 +79,12 @@ int main(void)
 	for (int c = 0; c < nc; c++) {
 		double t[REPS];
 		for (int i = 0; i < REPS; i++) {
-			double t0 = now();
+			double t0 = time_now();
 			if (sampler_next(s, x, &cases[c].p, &r, &e) < 0) {
 				fprintf(stderr, "%s\n", e.msg);
 				return 1;
 			}
-			t[i] = (now() - t0) * 1e6;
+			t[i] = (time_now() - t0) * 1e6;
 		}
 		qsort(t, REPS, sizeof t[0], cmp_double);
 		printf(", \"%s\": {\"median\": %.1f, \"best\": %.1f}", cases[c].name,

@@ -49,13 +49,18 @@ static inline uint64_t mix(uint64_t x)
 	return x;
 }
 
-int bpe_init(struct bpe *b, size_t n_merges, struct err *e)
+static inline uint64_t pair_key(int32_t left, int32_t right)
+{
+	return (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+}
+
+int bpe_init(struct bpe *b, const struct bpe_merge *merges, size_t n, struct err *e)
 {
 	memset(b, 0, sizeof *b);
 	for (int i = 0; i < 256; i++)
 		b->byte_id[i] = -1;
 	size_t cap = 1024;
-	while (cap < 2 * n_merges)
+	while (cap < n + n / 2) /* at most 2/3 full */
 		cap *= 2;
 	b->pairs = malloc(cap * sizeof *b->pairs);
 	b->slots = calloc(CACHE_SLOTS, sizeof *b->slots);
@@ -67,6 +72,21 @@ int bpe_init(struct bpe *b, size_t n_merges, struct err *e)
 	for (size_t i = 0; i < cap; i++)
 		b->pairs[i].key = EMPTY_KEY;
 	b->pairs_mask = cap - 1;
+	/* The table is bigger than the caches: prefetch a few merges ahead. */
+	enum { AHEAD = 8 };
+	for (size_t r = 0; r < n; r++) {
+		if (r + AHEAD < n)
+			__builtin_prefetch(&b->pairs[mix(pair_key(merges[r + AHEAD].left,
+								  merges[r + AHEAD].right)) &
+						     b->pairs_mask]);
+		uint64_t key = pair_key(merges[r].left, merges[r].right);
+		size_t i = mix(key) & b->pairs_mask;
+		while (b->pairs[i].key != EMPTY_KEY && b->pairs[i].key != key)
+			i = (i + 1) & b->pairs_mask;
+		b->pairs[i].key = key;
+		b->pairs[i].rank = (uint32_t)r;
+		b->pairs[i].merged = merges[r].merged;
+	}
 	return 0;
 }
 
@@ -82,22 +102,10 @@ void bpe_free(struct bpe *b)
 	memset(b, 0, sizeof *b);
 }
 
-void bpe_add_merge(struct bpe *b, int32_t left, int32_t right, int32_t merged,
-		   uint32_t rank)
-{
-	uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
-	size_t i = mix(key) & b->pairs_mask;
-	while (b->pairs[i].key != EMPTY_KEY && b->pairs[i].key != key)
-		i = (i + 1) & b->pairs_mask;
-	b->pairs[i].key = key;
-	b->pairs[i].rank = rank;
-	b->pairs[i].merged = merged;
-}
-
 /* The merge of (left, right), or NULL. */
 static inline const struct bpe_pair *find_pair(const struct bpe *b, int32_t left, int32_t right)
 {
-	uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+	uint64_t key = pair_key(left, right);
 	size_t i = mix(key) & b->pairs_mask;
 	for (;;) {
 		const struct bpe_pair *p = &b->pairs[i];

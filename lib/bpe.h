@@ -50,16 +50,17 @@ struct bpe {
 	size_t scratch_cap;
 };
 
-/* Prepares an empty table for up to n_merges merges, with every byte's token
- * unset (-1). Returns 0 or -1 (out of memory). Free with bpe_free. */
-int bpe_init(struct bpe *b, size_t n_merges, struct err *e);
-void bpe_free(struct bpe *b);
+/* One merge: (left, right) -> merged. */
+struct bpe_merge {
+	int32_t left, right, merged;
+};
 
-/* Adds the merge (left, right) -> merged with rank (lower merges first).
- * A pair given twice keeps the later rank, as HuggingFace does. At most
- * n_merges distinct pairs. */
-void bpe_add_merge(struct bpe *b, int32_t left, int32_t right, int32_t merged,
-		   uint32_t rank);
+/* Builds the merge table from merges[0..n), merges[i] having rank i (lower
+ * merges first; a pair given twice keeps the later rank, as HuggingFace
+ * does), with every byte's token unset (-1: the caller sets byte_id).
+ * Returns 0 or -1 (out of memory). Free with bpe_free. */
+int bpe_init(struct bpe *b, const struct bpe_merge *merges, size_t n, struct err *e);
+void bpe_free(struct bpe *b);
 
 /* Appends the tokens of piece s[0..n) (n > 0) to out. Every byte's token
  * must be set. Returns 0, or -1 when out of memory. */

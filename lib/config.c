@@ -142,7 +142,7 @@ static int check_model(void *out, const cJSON *r, struct err *e)
 	    get_int(r, "vocab_size", 1, INT_MAX, true, &c->vocab_size, e) < 0 ||
 	    get_int(r, "hidden_size", 1, INT_MAX, true, &c->hidden_size, e) < 0 ||
 	    get_int(r, "intermediate_size", 1, INT_MAX, true, &c->intermediate_size, e) < 0 ||
-	    get_int(r, "num_hidden_layers", 1, INT_MAX, true, &c->n_layers, e) < 0 ||
+	    get_int(r, "num_hidden_layers", 1, CFG_MAX_LAYERS, true, &c->n_layers, e) < 0 ||
 	    get_int(r, "num_attention_heads", 1, INT_MAX, true, &c->n_heads, e) < 0 ||
 	    get_int(r, "num_key_value_heads", 1, INT_MAX, true, &c->n_kv_heads, e) < 0 ||
 	    get_int(r, "max_position_embeddings", 1, INT_MAX, true, &c->max_positions, e) < 0 ||

@@ -7,7 +7,10 @@
  * What the engine does not implement is refused rather than ignored:
  * model_type other than "qwen2", hidden_act other than "silu",
  * use_sliding_window true (each checked only when the key is present).
- * bos and eos ids must lie in [0, vocab_size). head_dim is always
+ * bos and eos ids must lie in [0, vocab_size). num_hidden_layers is at
+ * most CFG_MAX_LAYERS, so that a config of a few bytes cannot make every
+ * reader of a model build a manifest of billions of tensors (the deepest
+ * published models have about 128). head_dim is always
  * hidden_size / num_attention_heads, as in transformers' Qwen2.
  */
 #ifndef CONFIG_H
@@ -17,6 +20,7 @@
 #include "err.h"
 
 #define CFG_MAX_EOS 8
+#define CFG_MAX_LAYERS 4096
 
 struct model_config {
 	int vocab_size;

@@ -45,7 +45,8 @@ static void mm_part(void *arg, int i, int n)
 		int r0 = lo - base, r1 = hi - base;
 		r0 = r0 < 0 ? 0 : r0;
 		r1 = r1 > p->w->rows ? p->w->rows : r1;
-		kern_matmul(j->f->k, p->y, p->ldy, p->w, r0, r1, j->x, j->ldx, j->T, 1);
+		kern_matmul(j->f->k, p->y, p->ldy, p->w, r0, r1, j->x, j->ldx, j->T,
+			    j->f->gemm == FWD_GEMM_BLAS);
 		if (!j->paired)
 			base += p->w->rows;
 	}
@@ -58,7 +59,7 @@ static void mm_part(void *arg, int i, int n)
 static void run_mm(struct mm_job *j)
 {
 	struct forward *f = j->f;
-	int blas = f->blas_owns && j->T >= 2;
+	int blas = f->gemm == FWD_GEMM_BLAS_THREADS && j->T >= 2;
 	for (int m = 0; m < j->n; m++)
 		blas = blas && j->mm[m].w->type == WT_F32;
 	if (!blas) {
@@ -103,6 +104,8 @@ static void att_part(void *arg, int i, int n)
 		for (int p = 0; p <= pos; p++)
 			sc[p] = f->k->dot(q, kc + (size_t)p * KV + (size_t)kvh * hd, hd) * scale;
 		f->k->softmax(sc, pos + 1);
+		if (f->attn_trace)
+			f->attn_trace(f->attn_arg, j->layer, pos, h, sc, pos + 1);
 		float *out = f->att + (size_t)t * Q + (size_t)h * hd;
 		memset(out, 0, sizeof(float) * hd);
 		for (int p = 0; p <= pos; p++)
@@ -253,7 +256,7 @@ int forward_init(struct forward *f, const struct model *m,
 	f->k = kernels_for(o->level);
 	f->threads = o->threads > 0 ? o->threads : cpu_cores();
 	f->batch = o->batch > 0 ? o->batch : FORWARD_BATCH_DEFAULT;
-	f->blas_owns = o->blas_owns;
+	f->gemm = o->gemm;
 	f->ctx = o->ctx > 0 ? o->ctx : c->max_positions < FORWARD_CTX_DEFAULT
 						? c->max_positions : FORWARD_CTX_DEFAULT;
 	if (f->ctx > c->max_positions)
@@ -283,7 +286,7 @@ int forward_init(struct forward *f, const struct model *m,
 			       f->state_bytes);
 	}
 	rope_table(f);
-	openblas_set_num_threads(f->blas_owns ? f->threads : 1);
+	openblas_set_num_threads(f->gemm == FWD_GEMM_BLAS_THREADS ? f->threads : 1);
 	f->pool = pool_create(f->threads, e);
 	if (!f->pool) {
 		forward_free(f);

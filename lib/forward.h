@@ -14,18 +14,18 @@
  * the filled part only.
  *
  * Determinism: every output element is one canonical dot product
- * (lib/kernels.h) computed by one thread, so bf16 and quantized models give
- * bitwise the same logits for any thread count, any SIMD level, and any
- * chunking of the same ids. float32 weights (--f32) go to OpenBLAS for
- * batches of 2 or more tokens: still bitwise the same for any thread count
- * (each thread multiplies its own rows), but chunkings then agree to about
- * 1e-6, not bitwise.
+ * (lib/kernels.h) computed by one thread, so the logits are bitwise the
+ * same for any thread count, any SIMD level and any chunking of the same
+ * ids. The exception is FWD_GEMM_BLAS: float32 batch products then go to
+ * OpenBLAS sgemm, still bitwise the same for any thread count (each thread
+ * multiplies its own rows), but chunkings agree to about 1e-6, not bitwise.
  *
  * Threads: one pool (lib/pool.h) made at init; work is split by output rows
  * (matrix products, LM head) or by (token, head) (attention). OpenBLAS is
- * set to one thread so it never competes with the pool, unless blas_owns
- * asks the opposite: f32 batch products then run on OpenBLAS's own threads
- * while the pool sleeps (a measured alternative; see README).
+ * set to one thread so it never competes with the pool, except with
+ * FWD_GEMM_BLAS_THREADS, where float32 batch products run on OpenBLAS's own
+ * threads while the pool sleeps. The default is our own kernels for every
+ * product: measured faster here (README, `forward`: performance).
  *
  * Memory: everything (activations for `batch` tokens, logits for `batch`
  * positions, the KV cache for `ctx` positions, the RoPE table, attention
@@ -46,11 +46,19 @@
 #define FORWARD_CTX_DEFAULT 4096
 #define FORWARD_BATCH_DEFAULT 64
 
+/* Who multiplies a batch (>= 2 tokens) by float32 weights. bf16 and
+ * quantized weights always use our kernels. */
+enum fwd_gemm {
+	FWD_GEMM_OWN,          /* our kernels, on the pool */
+	FWD_GEMM_BLAS,         /* OpenBLAS sgemm, one thread per pool thread's rows */
+	FWD_GEMM_BLAS_THREADS, /* OpenBLAS sgemm on its own threads, pool idle */
+};
+
 struct forward_opts {
 	int threads;        /* 0: cpu_cores() */
 	int ctx;            /* 0: default above; at most max_position_embeddings */
 	int batch;          /* 0: FORWARD_BATCH_DEFAULT */
-	int blas_owns;      /* f32 batch GEMMs on OpenBLAS's threads */
+	enum fwd_gemm gemm; /* FWD_GEMM_OWN */
 	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
 };
 
@@ -58,6 +66,14 @@ struct forward_opts {
  * embedding output, i in 1..n_layers the output of block i - 1, n_layers + 1
  * the output of the final RMSNorm (h has n = hidden_size floats). */
 typedef void forward_trace_fn(void *arg, int pos, int index, const float *h, int n);
+
+/* Called during attention with the weights of query head `head` at
+ * position pos of block `layer` over keys 0..pos (n = pos + 1 floats, after
+ * the softmax, valid during the call). Calls come from the pool's threads,
+ * concurrently for distinct (layer, pos, head): the callee writes only
+ * where that triple owns. Unset (NULL) it costs one test per (token, head). */
+typedef void forward_attn_fn(void *arg, int layer, int pos, int head,
+			     const float *w, int n);
 
 /* Receives the logits of position pos (n_vocab floats, valid during the
  * call). A non-zero return stops forward_eval, which returns -1 (the
@@ -68,13 +84,16 @@ struct forward {
 	const struct model *m;
 	const struct kernels *k;
 	struct pool *pool;
-	int threads, ctx, batch, blas_owns;
+	int threads, ctx, batch;
+	enum fwd_gemm gemm;
 	int n_past;           /* positions in the KV cache */
 	long positions;       /* positions run through the blocks since init */
 	long head_rows;       /* positions whose logits were computed */
 	size_t state_bytes;   /* run state allocated by forward_init */
 	forward_trace_fn *trace;
 	void *trace_arg;
+	forward_attn_fn *attn_trace;
+	void *attn_arg;
 
 	/* Run state, [rows x cols] row-major; B = batch, H = hidden,
 	 * Q = n_heads * head_dim, KV = n_kv_heads * head_dim, FF = intermediate,

@@ -23,7 +23,9 @@ int json_parse_text(cJSON **out, const char *text, size_t len, const char *what,
 		    struct err *e);
 
 /* The first member of object obj whose key an earlier member already has,
- * or NULL. O(n log n). */
+ * or NULL. O(n log n). When it cannot allocate its scratch index it
+ * returns obj's first member: the caller refuses the input rather than
+ * trusting it unchecked. */
 const cJSON *json_find_duplicate(const cJSON *obj);
 
 /* True when s is well-formed UTF-8 (no overlongs, surrogates or code

@@ -11,21 +11,26 @@
  * implies (lib/manifest.h): a missing, unexpected or wrong-shape tensor is
  * an error naming it. Matrices must be BF16 or F32.
  *
- * Weights are views: `struct wmat` pointing into the mapping, bf16 read as
- * bf16 by the kernels. Two options change where they live:
+ * Weights are views (`struct wmat`), bf16 read as bf16 by the kernels. Where
+ * they live:
+ *  - by default the file, once validated through the mapping, is read into
+ *    anonymous memory the model owns (the data section 64-byte aligned):
+ *    file-backed pages left untouched for a while are dropped by the kernel
+ *    on these VMs and come back from disk at the next token, anonymous ones
+ *    stay (README, `forward`, has the measurements);
+ *  - mmap: the views point into the read-only mapping itself (no copy, no
+ *    load time); a file whose tensors are not aligned to their element size
+ *    is copied anyway;
  *  - f32: every matrix is widened once into float32 memory the model owns
- *    (twice the bytes of bf16; the float32 baseline);
- *  - copy: the file is read into anonymous memory (2 MiB aligned,
- *    MADV_HUGEPAGE) instead of being used through the mapping, which the
- *    kernel may drop from memory when it is left untouched. A file whose
- *    tensors are not aligned to their element size is always copied.
+ *    (twice the bytes of bf16; the float32 baseline); the file itself is
+ *    then only read through the mapping.
  * Norm weights and biases (vectors) are always widened into a small float
  * array the model owns.
  *
  * struct model_weights is the contract with every loader: the container's
  * loader fills the same struct with WT_Q8 / WT_Q4 views, model_quantize
  * (lib/qmodel.h) replaces matrices of a loaded model with quantized ones,
- * and lib/forward.h runs whatever it holds through kern_matmul(). copy
+ * and lib/forward.h runs whatever it holds through kern_matmul(). mmap
  * applies to containers too; f32 does not (refused).
  */
 #ifndef MODEL_H
@@ -59,7 +64,7 @@ struct model_weights {
 
 struct model_opts {
 	int f32;   /* widen every matrix to float32 */
-	int copy;  /* weights in anonymous memory, not the file mapping */
+	int mmap;  /* use the weights through the file mapping, no copy */
 };
 
 struct model {

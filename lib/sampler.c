@@ -379,6 +379,17 @@ static void top_k(struct sampler *s, const float *x, int k, float t, int *bad)
 		sift_down(h, k, i);
 	float lo = top_k_floor(h[0].x, t);
 	for (int i = k; i < nv; i++) {
+		/* Most blocks of 16 hold nothing at or above the floor (nor a
+		 * NaN): one vectorizable test skips them. */
+		if ((i & 15) == 0 && i + 16 <= nv) {
+			int any = 0;
+			for (int j = 0; j < 16; j++)
+				any |= !(x[i + j] < lo);
+			if (!any) {
+				i += 15;
+				continue;
+			}
+		}
 		float v = x[i];
 		nan |= v != v;
 		if (v >= lo) {
@@ -513,6 +524,29 @@ void sampler_top(struct sampler *s, const float *logits, int k,
 {
 	heap_select(logits, s->n_vocab, k, out);
 	qsort(out, (size_t)k, sizeof *out, cmp_desc_id_asc);
+}
+
+/* c ranks before d: more probable, or as probable with a lower id. */
+static int kept_before(const struct sampler_cand *c, const struct sampler_cand *d)
+{
+	return c->p > d->p || (c->p == d->p && c->id < d->id);
+}
+
+int sampler_kept_top(const struct sampler *s, int k, struct sampler_cand *out)
+{
+	int n = 0;
+	for (int i = 0; i < s->n_cand; i++) {
+		const struct sampler_cand *c = &s->cand[i];
+		if (n == k && !kept_before(c, &out[k - 1]))
+			continue;
+		int j = n < k ? n++ : k - 1;
+		while (j > 0 && kept_before(c, &out[j - 1])) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = *c;
+	}
+	return n;
 }
 
 double sampler_logsumexp(const struct sampler *s, const float *logits)

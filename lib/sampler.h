@@ -121,6 +121,10 @@ int32_t sampler_next(struct sampler *s, float *logits,
 void sampler_top(struct sampler *s, const float *logits, int k,
 		 struct sampler_cand *out);
 
+/* The min(k, n_cand) most probable kept tokens of the last sampler_filter
+ * (ties: lower id first), sorted descending, into out; returns how many. */
+int sampler_kept_top(const struct sampler *s, int k, struct sampler_cand *out);
+
 /* log(sum(exp(logits))) in double, for log-probabilities of the model's
  * own distribution. */
 double sampler_logsumexp(const struct sampler *s, const float *logits);

@@ -156,6 +156,36 @@ int stream_read_header(FILE *f, struct stream_header *h, const char *name,
 	return 0;
 }
 
+/* Reads n ids into fr->fed, growing it as the bytes arrive, so that a
+ * corrupt count cannot make the reader allocate much more than the input
+ * holds. Returns 0; 1 when the input ends first; -1 on a read error (errno
+ * set); -2 out of memory. */
+static int read_fed(FILE *f, struct stream_frame *fr, uint32_t n)
+{
+	enum { CHUNK = 1 << 16 };  /* ids per read */
+	uint32_t have = 0;
+	while (have < n) {
+		uint32_t k = n - have < CHUNK ? n - have : CHUNK;
+		if (have + k > fr->fed_cap) {
+			uint32_t cap = fr->fed_cap > n / 2 ? n : 2 * fr->fed_cap;
+			if (cap < have + k)
+				cap = have + k;
+			int32_t *p = realloc(fr->fed, 4 * (size_t)cap);
+			if (!p)
+				return -2;
+			fr->fed = p;
+			fr->fed_cap = cap;
+		}
+		long got = read_full(f, fr->fed + have, 4 * (size_t)k);
+		if (got < 0)
+			return -1;
+		if ((size_t)got < 4 * (size_t)k)
+			return 1;
+		have += k;
+	}
+	return 0;
+}
+
 int stream_read_frame(FILE *f, const struct stream_header *h,
 		      struct stream_frame *fr, const char *name, struct err *e)
 {
@@ -179,23 +209,18 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 		if (!fr->logits)
 			return err_set(e, "%s: out of memory", name);
 	}
-	if (n_fed > fr->fed_cap) {
-		int32_t *p = realloc(fr->fed, 4 * (size_t)n_fed);
-		if (!p)
-			return err_set(e, "%s: out of memory", name);
-		fr->fed = p;
-		fr->fed_cap = n_fed;
-	}
 	fr->pos = pos;
 	fr->n_fed = n_fed;
-	got = read_full(f, fr->fed, 4 * (size_t)n_fed);
-	if (got >= 0 && (size_t)got == 4 * (size_t)n_fed)
+	int r = read_fed(f, fr, n_fed);
+	if (r == 0) {
 		got = read_full(f, fr->logits, 4 * (size_t)h->n_vocab);
-	else if (got >= 0)
-		got = -2;
-	if (got == -1)
+		r = got < 0 ? -1 : (size_t)got < 4 * (size_t)h->n_vocab;
+	}
+	if (r == -2)
+		return err_set(e, "%s: out of memory", name);
+	if (r == -1)
 		return err_set(e, "%s: read error: %s", name, strerror(errno));
-	if (got < 0 || (size_t)got < 4 * (size_t)h->n_vocab)
+	if (r == 1)
 		return err_set(e, "%s: truncated frame at position %d", name, pos);
 	for (uint32_t i = 0; i < n_fed; i++)
 		if (fr->fed[i] < 0 || (uint32_t)fr->fed[i] >= h->n_vocab)

@@ -69,7 +69,6 @@ struct jr {
 	const char *start, *p, *end;
 	struct err *e;
 	unsigned char *out;        /* decoded strings go here, one after another */
-	unsigned char *start_out;  /* where out started */
 };
 
 /* "line N: problem" at the reader's position. */
@@ -133,6 +132,16 @@ static int jr_string(struct jr *r, const unsigned char **s, size_t *len)
 {
 	if (jr_expect(r, '"') < 0)
 		return -1;
+	/* Most strings have no escapes: point into the file itself. */
+	const char *q = r->p;
+	while (q < r->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+		q++;
+	if (q < r->end && *q == '"') {
+		*s = (const unsigned char *)r->p;
+		*len = (size_t)(q - r->p);
+		r->p = q + 1;
+		return 0;
+	}
 	unsigned char *o = r->out;
 	*s = o;
 	for (;;) {
@@ -199,36 +208,63 @@ static int jr_id(struct jr *r, int32_t *id)
 	return 0;
 }
 
+/* What jr_skip stops at: 1 string, 2 open, 3 close, 4 comma. */
+static const unsigned char SKIP_STOP[256] = {
+	['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3, [','] = 4,
+};
+
 /* Skips one JSON value (any kind), checking only its bracketing and its
- * strings; cJSON checks the rest when the value is one we use. */
-static int jr_skip(struct jr *r)
+ * strings; cJSON checks the rest when the value is one we use. *items (if
+ * not NULL) gets the number of elements of an array or object. This is
+ * the pass over the whole 7 MB file, so it is a tight loop. */
+static int jr_skip(struct jr *r, size_t *items)
 {
-	int depth = 0;
+	size_t commas = 0, depth = 0;
 	jr_ws(r);
+	if (items)
+		*items = 0;
+	if (r->p < r->end && *r->p != '"' && *r->p != '{' && *r->p != '[') {
+		/* a bare scalar: runs to the next delimiter */
+		while (r->p < r->end && !strchr(",}] \n\r\t", *r->p))
+			r->p++;
+		return 0;
+	}
+	int empty = 0;
 	do {
+		while (r->p < r->end && !SKIP_STOP[(unsigned char)*r->p])
+			r->p++;
 		if (r->p >= r->end)
 			return jr_fail(r, "unexpected end of file");
-		char c = *r->p;
-		if (c == '"') {
-			unsigned char *keep = r->out;
-			const unsigned char *s;
-			size_t len;
-			if (jr_string(r, &s, &len) < 0)
-				return -1;
-			r->out = keep;
-			continue;
-		}
-		r->p++;
-		if (c == '{' || c == '[')
-			depth++;
-		else if (c == '}' || c == ']')
+		switch (SKIP_STOP[(unsigned char)*r->p++]) {
+		case 1: /* a string: to the first quote after an even run of backslashes */
+			for (;;) {
+				const char *q = memchr(r->p, '"', (size_t)(r->end - r->p));
+				if (!q)
+					return jr_fail(r, "unexpected end of file");
+				size_t k = 0;
+				while (q - k > r->p && q[-1 - (ptrdiff_t)k] == '\\')
+					k++;
+				r->p = q + 1;
+				if (k % 2 == 0)
+					break;
+			}
+			break;
+		case 2:
+			if (++depth == 1) {
+				jr_ws(r);
+				empty = r->p < r->end && (*r->p == '}' || *r->p == ']');
+			}
+			break;
+		case 3:
 			depth--;
-		else if (depth == 0 && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-			/* a bare scalar: runs to the next delimiter */
-			while (r->p < r->end && !strchr(",}] \n\r\t", *r->p))
-				r->p++;
+			break;
+		case 4:
+			commas += depth == 1;
+			break;
 		}
 	} while (depth > 0);
+	if (items)
+		*items = empty ? 0 : commas + 1;
 	return 0;
 }
 
@@ -248,26 +284,43 @@ static uint64_t fnv(uint64_t h, const unsigned char *s, size_t n)
 }
 #define FNV0 0xcbf29ce484222325ULL
 
-/* The id of a ++ b (b may be empty), or -1. */
-static int32_t vocab_find(const struct vocab *v, const unsigned char *a, size_t na,
-			  const unsigned char *b, size_t nb)
+/* The table is far bigger than the caches: loading looks up and inserts
+ * ahead of time by this many entries (prefetching their slots), so that
+ * memory latency overlaps instead of adding up. */
+#define AHEAD 8
+
+static inline void vocab_prefetch(const struct vocab *v, uint64_t h)
 {
-	size_t i = fnv(fnv(FNV0, a, na), b, nb) & v->mask;
-	for (;; i = (i + 1) & v->mask) {
+	__builtin_prefetch(&v->slot[h & v->mask]);
+}
+
+/* memcmp(a, b, n) == 0, inline: the strings are a few bytes long and
+ * there are half a million comparisons. */
+static inline int same(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+/* The id of a ++ b (b may be empty), whose hash is h, or -1. */
+static int32_t vocab_find(const struct vocab *v, uint64_t h, const unsigned char *a,
+			  size_t na, const unsigned char *b, size_t nb)
+{
+	for (size_t i = h & v->mask;; i = (i + 1) & v->mask) {
 		const struct ventry *s = &v->slot[i];
 		if (!s->s)
 			return -1;
-		if (s->len == na + nb && memcmp(s->s, a, na) == 0 &&
-		    memcmp(s->s + na, b, nb) == 0)
+		if (s->len == na + nb && same(s->s, a, na) && same(s->s + na, b, nb))
 			return s->id;
 	}
 }
 
-/* Adds s -> id; returns 1 if s was already there. */
-static int vocab_add(struct vocab *v, const unsigned char *s, size_t n, int32_t id)
+/* Adds s -> id (h: the hash of s); returns 1 if s was already there. */
+static int vocab_add(struct vocab *v, uint64_t h, const unsigned char *s, size_t n, int32_t id)
 {
-	size_t i = fnv(FNV0, s, n) & v->mask;
-	for (;; i = (i + 1) & v->mask) {
+	for (size_t i = h & v->mask;; i = (i + 1) & v->mask) {
 		struct ventry *e = &v->slot[i];
 		if (!e->s) {
 			e->s = s;
@@ -275,7 +328,7 @@ static int vocab_add(struct vocab *v, const unsigned char *s, size_t n, int32_t 
 			e->id = id;
 			return 0;
 		}
-		if (e->len == n && memcmp(e->s, s, n) == 0)
+		if (e->len == n && same(e->s, s, n))
 			return 1;
 	}
 }
@@ -286,67 +339,72 @@ struct load {
 	struct tokenizer *t;
 	struct jr r;
 	struct vocab v;
-	size_t n_vocab;
+	size_t n_vocab, n_merges;          /* entries, counted while skipping */
+	size_t vocab_bytes;                /* the vocabulary's strings, in all */
+	const unsigned char **text;        /* by id: its text (vocab or added) */
+	uint32_t *tlen;                    /* by id: its text's length */
 	const char *vocab_at, *merges_at;  /* where the two arrays start */
 	cJSON *added, *normalizer, *pretok, *post, *decoder;
 	int32_t byte_cp[256];
 	int16_t cp_byte[512];
 };
 
-/* Counts the entries of the object or array at r->p, without moving. */
-static int count_entries(struct jr *r, size_t *n)
-{
-	struct jr c = *r;
-	unsigned char *keep = r->out;
-	*n = 0;
-	jr_ws(&c);
-	char close = c.p < c.end && *c.p == '{' ? '}' : ']';
-	if (jr_expect(&c, close == '}' ? '{' : '[') < 0)
-		return -1;
-	if (jr_accept(&c, close))
-		return 0;
-	do {
-		if (close == '}' && (jr_skip(&c) < 0 || jr_expect(&c, ':') < 0))
-			return -1;
-		if (jr_skip(&c) < 0)
-			return -1;
-		(*n)++;
-	} while (jr_accept(&c, ','));
-	r->out = keep;
-	return 0;
-}
-
+/* Reads model.vocab (n_vocab entries, counted by the skip) into the hash
+ * table and into text/tlen by id. */
 static int parse_vocab(struct load *L)
 {
 	struct jr *r = &L->r;
 	struct tokenizer *t = L->t;
 	r->p = L->vocab_at;
-	if (count_entries(r, &L->n_vocab) < 0)
-		return err_prefix(r->e, "model.vocab");
-	size_t cap = 1024;
-	while (cap < 2 * L->n_vocab)
+	size_t cap = 1024, n = 0;
+	while (cap < L->n_vocab + L->n_vocab / 2) /* at most 2/3 full */
 		cap *= 2;
+	struct pending { const unsigned char *s; size_t len; uint64_t h; int32_t id; } *pv;
 	L->v.slot = calloc(cap, sizeof *L->v.slot);
-	if (!L->v.slot)
+	pv = malloc((L->n_vocab + 1) * sizeof *pv);
+	if (!L->v.slot || !pv) {
+		free(pv);
 		return err_set(r->e, "out of memory");
+	}
 	L->v.mask = cap - 1;
 	jr_expect(r, '{');
-	if (jr_accept(r, '}'))
+	if (jr_accept(r, '}')) {
+		free(pv);
 		return err_set(r->e, "model.vocab is empty");
+	}
 	do {
-		const unsigned char *s;
-		size_t len;
-		int32_t id = 0;
-		if (jr_string(r, &s, &len) < 0 || jr_expect(r, ':') < 0 || jr_id(r, &id) < 0)
+		struct pending *p = &pv[n];
+		p->id = 0;
+		if (n == L->n_vocab || jr_string(r, &p->s, &p->len) < 0 ||
+		    jr_expect(r, ':') < 0 || jr_id(r, &p->id) < 0) {
+			free(pv);
 			return err_prefix(r->e, "model.vocab");
-		if (vocab_add(&L->v, s, len, id))
-			return err_set(r->e, "model.vocab: '%.*s' appears twice", (int)len, s);
-		if (id >= t->n_ids)
-			t->n_ids = id + 1;
+		}
+		p->h = fnv(FNV0, p->s, p->len);
+		L->vocab_bytes += p->len;
+		if (p->id >= t->n_ids)
+			t->n_ids = p->id + 1;
+		n++;
 	} while (jr_accept(r, ','));
-	if (jr_expect(r, '}') < 0)
-		return err_prefix(r->e, "model.vocab");
-	return 0;
+	int rc = jr_expect(r, '}') < 0 ? err_prefix(r->e, "model.vocab") : 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (i + AHEAD < n)
+			vocab_prefetch(&L->v, pv[i + AHEAD].h);
+		if (vocab_add(&L->v, pv[i].h, pv[i].s, pv[i].len, pv[i].id))
+			rc = err_set(r->e, "model.vocab: '%.*s' appears twice", (int)pv[i].len, pv[i].s);
+	}
+	L->text = calloc((size_t)t->n_ids, sizeof *L->text);
+	L->tlen = calloc((size_t)t->n_ids, sizeof *L->tlen);
+	if (rc == 0 && (!L->text || !L->tlen))
+		rc = err_set(r->e, "out of memory");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (L->text[pv[i].id])
+			rc = err_set(r->e, "model.vocab: id %d appears twice", pv[i].id);
+		L->text[pv[i].id] = pv[i].s;
+		L->tlen[pv[i].id] = (uint32_t)pv[i].len;
+	}
+	free(pv);
+	return rc;
 }
 
 /* One merge, "a b" or ["a", "b"]: the two parts. */
@@ -373,38 +431,76 @@ static int read_merge(struct jr *r, const unsigned char **a, size_t *na,
 	return 0;
 }
 
+/* Whether token id's text is a ++ b. */
+static int text_is(const struct load *L, int32_t id, const unsigned char *a, size_t na,
+		   const unsigned char *b, size_t nb)
+{
+	return id >= 0 && id < L->t->n_ids && L->text[id] && L->tlen[id] == na + nb &&
+	       same(L->text[id], a, na) && same(L->text[id] + na, b, nb);
+}
+
+/* Reads model.merges and builds the BPE merge table. Each merge is
+ * resolved to ids: its parts by hash lookup, its result first by guessing
+ * the id after the previous result's (vocabularies trained by HuggingFace
+ * list merge results in rank order, so this is almost always right, and it
+ * is checked), else by lookup. */
 static int parse_merges(struct load *L)
 {
 	struct jr *r = &L->r;
-	size_t n;
 	r->p = L->merges_at;
-	if (count_entries(r, &n) < 0)
-		return err_prefix(r->e, "model.merges");
-	if (bpe_init(&L->t->bpe, n, r->e) < 0)
-		return -1;
+	struct pending { const unsigned char *a, *b; size_t na, nb; uint64_t ha, hb; } *pm;
+	struct bpe_merge *m;
+	size_t n = 0;
+	pm = malloc((L->n_merges + 1) * sizeof *pm);
+	m = malloc((L->n_merges + 1) * sizeof *m);
+	int rc = 0;
+	if (!pm || !m) {
+		rc = err_set(r->e, "out of memory");
+		goto out;
+	}
 	jr_expect(r, '[');
-	if (jr_accept(r, ']'))
-		return 0;
-	uint32_t rank = 0;
-	do {
-		const unsigned char *a = NULL, *b = NULL;
-		size_t na = 0, nb = 0;
-		unsigned char *keep = r->out;
-		if (read_merge(r, &a, &na, &b, &nb) < 0)
-			return err_prefix(r->e, "model.merges");
-		int32_t ia = vocab_find(&L->v, a, na, NULL, 0);
-		int32_t ib = vocab_find(&L->v, b, nb, NULL, 0);
-		int32_t iab = vocab_find(&L->v, a, na, b, nb);
-		if (ia < 0 || ib < 0 || iab < 0)
-			return err_set(r->e, "model.merges[%u]: '%.*s' is not in the vocabulary",
-				       rank, ia < 0 ? (int)na : ib < 0 ? (int)nb : (int)(na + nb),
-				       ia < 0 ? a : ib < 0 ? b : a);
-		bpe_add_merge(&L->t->bpe, ia, ib, iab, rank++);
-		r->out = keep; /* the merge's strings are not kept */
-	} while (jr_accept(r, ','));
-	if (jr_expect(r, ']') < 0)
-		return err_prefix(r->e, "model.merges");
-	return 0;
+	if (!jr_accept(r, ']')) {
+		do {
+			struct pending *p = &pm[n];
+			if (n == L->n_merges || read_merge(r, &p->a, &p->na, &p->b, &p->nb) < 0) {
+				rc = err_prefix(r->e, "model.merges");
+				goto out;
+			}
+			p->ha = fnv(FNV0, p->a, p->na);
+			p->hb = fnv(FNV0, p->b, p->nb);
+			n++;
+		} while (jr_accept(r, ','));
+		if (jr_expect(r, ']') < 0) {
+			rc = err_prefix(r->e, "model.merges");
+			goto out;
+		}
+	}
+	int32_t guess = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n) {
+			vocab_prefetch(&L->v, pm[i + AHEAD].ha);
+			vocab_prefetch(&L->v, pm[i + AHEAD].hb);
+		}
+		const struct pending *p = &pm[i];
+		int32_t ia = vocab_find(&L->v, p->ha, p->a, p->na, NULL, 0);
+		int32_t ib = vocab_find(&L->v, p->hb, p->b, p->nb, NULL, 0);
+		int32_t iab = guess + 1;
+		if (!text_is(L, iab, p->a, p->na, p->b, p->nb))
+			iab = vocab_find(&L->v, fnv(p->ha, p->b, p->nb), p->a, p->na, p->b, p->nb);
+		if (ia < 0 || ib < 0 || iab < 0) {
+			rc = err_set(r->e, "model.merges[%zu]: '%.*s' is not in the vocabulary", i,
+				     ia < 0 ? (int)p->na : ib < 0 ? (int)p->nb : (int)(p->na + p->nb),
+				     ia < 0 ? p->a : ib < 0 ? p->b : p->a);
+			goto out;
+		}
+		m[i] = (struct bpe_merge){ ia, ib, iab };
+		guess = iab;
+	}
+	rc = bpe_init(&L->t->bpe, m, n, r->e);
+out:
+	free(pm);
+	free(m);
+	return rc;
 }
 
 /* Checks that cJSON value v (named name) is null, or a string equal to
@@ -431,7 +527,7 @@ static cJSON *cjson_value(struct jr *r, const char *name)
 {
 	jr_ws(r);
 	const char *at = r->p;
-	if (jr_skip(r) < 0) {
+	if (jr_skip(r, NULL) < 0) {
 		err_prefix(r->e, name);
 		return NULL;
 	}
@@ -489,8 +585,9 @@ static int parse_model(struct load *L)
 			r->out = keep;
 			jr_ws(r);
 			if (strcmp(key, "vocab") == 0 || strcmp(key, "merges") == 0) {
-				*(key[0] == 'v' ? &L->vocab_at : &L->merges_at) = r->p;
-				if (jr_skip(r) < 0)
+				int v = key[0] == 'v';
+				*(v ? &L->vocab_at : &L->merges_at) = r->p;
+				if (jr_skip(r, v ? &L->n_vocab : &L->n_merges) < 0)
 					return err_prefix(r->e, key[0] == 'v' ? "model.vocab" : "model.merges");
 				continue;
 			}
@@ -649,9 +746,8 @@ static size_t token_bytes(const struct load *L, const unsigned char *s, size_t n
 static int build_decoder(struct load *L)
 {
 	struct tokenizer *t = L->t;
-	/* every id's bytes are at most its text: the vocabulary's strings
-	 * (all of L->r's output so far) and the added tokens' */
-	size_t string_bytes = (size_t)(L->r.out - L->r.start_out);
+	/* every id's bytes are at most its text */
+	size_t string_bytes = L->vocab_bytes;
 	for (size_t i = 0; i < t->n_added; i++)
 		string_bytes += t->added[i].len;
 	t->off = calloc((size_t)t->n_ids + 1, sizeof *t->off);
@@ -659,27 +755,11 @@ static int build_decoder(struct load *L)
 	t->bytes = malloc(string_bytes + 1);
 	if (!t->off || !t->flags || !t->bytes)
 		return err_set(L->r.e, "out of memory");
-	/* lengths first (off[id + 1]), then the prefix sums, then the bytes */
-	const unsigned char **text = calloc((size_t)t->n_ids, sizeof *text);
-	uint32_t *tlen = calloc((size_t)t->n_ids, sizeof *tlen);
-	if (!text || !tlen) {
-		free(text);
-		free(tlen);
-		return err_set(L->r.e, "out of memory");
-	}
-	for (size_t i = 0; i <= L->v.mask; i++) {
-		const struct ventry *v = &L->v.slot[i];
-		if (!v->s)
-			continue;
-		if (t->flags[v->id]) {
-			free(text);
-			free(tlen);
-			return err_set(L->r.e, "model.vocab: id %d appears twice", v->id);
-		}
-		t->flags[v->id] = F_EXISTS;
-		text[v->id] = v->s;
-		tlen[v->id] = v->len;
-	}
+	const unsigned char **text = L->text;
+	uint32_t *tlen = L->tlen;
+	for (int32_t id = 0; id < t->n_ids; id++)
+		if (text[id])
+			t->flags[id] = F_EXISTS;
 	for (size_t i = 0; i < t->n_added; i++) {
 		const struct added *a = &t->added[i];
 		t->flags[a->id] = (unsigned char)(F_EXISTS | (a->special ? F_SPECIAL : 0));
@@ -693,8 +773,6 @@ static int build_decoder(struct load *L)
 			at += (uint32_t)token_bytes(L, text[id], tlen[id], t->bytes + at);
 	}
 	t->off[t->n_ids] = at;
-	free(text);
-	free(tlen);
 	return 0;
 }
 
@@ -704,7 +782,7 @@ static int set_byte_tokens(struct load *L)
 	for (int b = 0; b < 256; b++) {
 		unsigned char ch[4];
 		int n = utf8_encode(L->byte_cp[b], ch);
-		int32_t id = vocab_find(&L->v, ch, (size_t)n, NULL, 0);
+		int32_t id = vocab_find(&L->v, fnv(FNV0, ch, (size_t)n), ch, (size_t)n, NULL, 0);
 		if (id < 0)
 			return err_set(L->r.e, "model.vocab: no token for byte 0x%02x ('%.*s')",
 				       b, n, ch);
@@ -748,7 +826,7 @@ static int parse_top(struct load *L)
 		} else if (strcmp(key, "decoder") == 0) {
 			slot = &L->decoder;
 		} else if (strcmp(key, "version") == 0) {
-			if (jr_skip(r) < 0)
+			if (jr_skip(r, NULL) < 0)
 				return -1;
 			continue;
 		} else if (strcmp(key, "truncation") == 0 || strcmp(key, "padding") == 0) {
@@ -823,7 +901,7 @@ struct tokenizer *tok_load(const char *path, struct err *e)
 	}
 	alphabet(L.byte_cp, L.cp_byte);
 	L.r = (struct jr){ .start = (const char *)m.data, .p = (const char *)m.data,
-			   .end = (const char *)m.data + m.size, .e = e, .out = strings, .start_out = strings };
+			   .end = (const char *)m.data + m.size, .e = e, .out = strings };
 	if (!m.data) {
 		err_set(e, "empty file");
 		goto prefix;
@@ -839,6 +917,8 @@ prefix:
 	err_prefix(e, t->path);
 out:
 	free(L.v.slot);
+	free(L.text);
+	free(L.tlen);
 	free(strings);
 	cJSON_Delete(L.added);
 	cJSON_Delete(L.normalizer);

@@ -48,13 +48,13 @@ no_fifo_dir() {
 	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
 }
 
-@test "thread counts, --f32 and the scalar kernels agree" {
+@test "thread counts, --mmap, --f32 and the scalar kernels agree" {
 	echo 1 2 3 4 5 | forward "$SHAPES" --score --threads 1 > "$BATS_TEST_TMPDIR/a"
-	echo 1 2 3 4 5 | forward "$SHAPES" --score --threads 2 > "$BATS_TEST_TMPDIR/b"
+	echo 1 2 3 4 5 | forward "$SHAPES" --score --threads 2 --mmap > "$BATS_TEST_TMPDIR/b"
 	echo 1 2 3 4 5 | QWENPIPE_SIMD=scalar forward "$SHAPES" --score > "$BATS_TEST_TMPDIR/c"
 	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
 	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/c"
-	echo 1 2 3 4 5 | forward "$SHAPES" --score --f32 --copy > "$BATS_TEST_TMPDIR/d"
+	echo 1 2 3 4 5 | forward "$SHAPES" --score --f32 --mmap > "$BATS_TEST_TMPDIR/d"
 	run forward --dump < "$BATS_TEST_TMPDIR/d"
 	want=$(forward --dump < "$BATS_TEST_TMPDIR/a" | sed -n 2p | cut -d' ' -f1-3)
 	assert_line --index 1 --partial "$want"
@@ -185,4 +185,12 @@ no_fifo_dir() {
 @test "--dump refuses what is not a logits stream" {
 	run -1 bash -c "echo hello | forward --dump"
 	assert_output "forward: <stdin>: not a logits stream (bad magic)"
+}
+
+@test "forward | sample --greedy reproduces transformers' greedy decoding through the cache" {
+	jq -r '.ids | join(" ")' "$GOLDEN/qwen-shapes/rand7.json" > "$BATS_TEST_TMPDIR/ids"
+	run bash -c "forward '$SHAPES' < '$BATS_TEST_TMPDIR/ids' | sample --greedy -n 48 --ignore-eos | paste -sd,"
+	assert_success
+	assert_output "$(jq -r '.greedy_48 | join(",")' "$GOLDEN/qwen-shapes/rand7.json")"
+	no_fifo_dir
 }

@@ -8,14 +8,7 @@ load test_helper
 
 setup() {
 	load_assert
-	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
-	mkdir -p "$TMPDIR"
-}
-
-# Nothing may be left in $TMPDIR (forward's FIFO directory is forward.*).
-tmpdir_empty() {
-	run ls -A "$TMPDIR"
-	assert_output ""
+	private_tmpdir
 }
 
 ids_of() { jq -r '.ids | join(" ")' "$GOLDEN/shakespeare-tiny/$1.json"; }
@@ -84,8 +77,16 @@ greedy_of() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json"; }
 		[range(5)] | all(. as $i |
 			($f.top[$i].logprob - ($g[0].topk_logits[-1][$i] - $g[0].logsumexp[-1])) | fabs < 1e-4)' > /dev/null
 	[ "$(jq -c '[.pos, .logprob == .top[0].logprob]' <<<"$first")" = "[3,true]" ]
-	ls "$BATS_TEST_TMPDIR" | grep -v '^lp.jsonl$' | grep -vx -e ids -e tmp && return 1
+	[ "$(ls "$BATS_TEST_TMPDIR" | grep -c '^lp\.jsonl\.')" = 0 ]  # no temporary left
 	tmpdir_empty
+}
+
+@test "--logprobs-file through a symbolic link writes the file it points to and keeps the link" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	ln -s target "$BATS_TEST_TMPDIR/link"
+	run -0 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --greedy -n 2 --logprobs 1 --logprobs-file '$BATS_TEST_TMPDIR/link'"
+	[ -L "$BATS_TEST_TMPDIR/link" ]
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/target")" = 2 ]
 }
 
 # Starts forward (stdout into a FIFO) and sample in the background, with

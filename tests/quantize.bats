@@ -156,7 +156,7 @@ peek64() {
 	jq -r '.ids[]' "$GOLDEN/shakespeare-tiny/citizen.json" >"$BATS_TEST_TMPDIR/ids"
 	cd "$BATS_TEST_TMPDIR/alone"
 	forward m.q4 --score --all <"$BATS_TEST_TMPDIR/ids" >"$BATS_TEST_TMPDIR/a.bin"
-	forward m.q4 --score --all --copy --threads 2 <"$BATS_TEST_TMPDIR/ids" >"$BATS_TEST_TMPDIR/b.bin"
+	forward m.q4 --score --all --mmap --threads 2 <"$BATS_TEST_TMPDIR/ids" >"$BATS_TEST_TMPDIR/b.bin"
 	cmp "$BATS_TEST_TMPDIR/a.bin" "$BATS_TEST_TMPDIR/b.bin"
 	run -0 forward --dump <"$BATS_TEST_TMPDIR/a.bin"
 	[ "${#lines[@]}" -eq 14 ]  # the header and 13 positions

@@ -15,3 +15,14 @@ load_assert() {
 	load /usr/lib/bats/bats-support/load
 	load /usr/lib/bats/bats-assert/load
 }
+
+# A private $TMPDIR for one test (forward makes its FIFO directory there),
+# and the check that nothing was left in it (needs load_assert).
+private_tmpdir() {
+	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
+	mkdir -p "$TMPDIR"
+}
+tmpdir_empty() {
+	run ls -A "$TMPDIR"
+	assert_output ""
+}

@@ -176,3 +176,18 @@ setup() {
 	[ "${lines[0]}" = 5338 ]
 	[[ "${lines[1]}" = 0 || "${lines[1]}" = 141 ]]
 }
+
+@test "the default tokenizer is found where make install puts it, and its absence is one clear error" {
+	P="$BATS_TEST_TMPDIR/prefix"
+	mkdir -p "$P/bin" "$P/share/qwenpipe/qwen2.5-0.5b-instruct"
+	cp "$BIN/tok" "$P/bin/"
+	cp "$Q/tokenizer.json" "$Q/tokenizer_config.json" "$P/share/qwenpipe/qwen2.5-0.5b-instruct/"
+	cd /
+	run -0 bash -c "printf hi | '$P/bin/tok' encode"
+	[ "$output" = 6023 ]
+	run -0 "$P/bin/tok" chat --user Hello --count
+	[ "$output" = 30 ]
+	rm -r "$P/share"
+	run --separate-stderr -1 bash -c "printf hi | '$P/bin/tok' encode"
+	[ "$stderr" = "$(printf '%s\n%s' "tok: the bundled tokenizer (data/qwen2.5-0.5b-instruct/tokenizer.json) is not next to this executable" "hint: give one with --tokenizer PATH or QWENPIPE_TOKENIZER=PATH")" ]
+}

@@ -118,6 +118,9 @@ static void test_errors(void)
 		{ "vocab_size", "1.5", "c.json: vocab_size: expected an integer, got 1.5" },
 		{ "vocab_size", "\"100\"", "c.json: vocab_size: expected an integer, got '100'" },
 		{ "rms_norm_eps", "0", "c.json: rms_norm_eps: 0 is out of range (0, 1]" },
+		/* found by fuzz_config: a manifest of 2.4e9 tensors */
+		{ "num_hidden_layers", "200000000", "c.json: num_hidden_layers: 200000000 "
+		  "is out of range [1, 4096]" },
 		{ "eos_token_id", "[]", "c.json: eos_token_id: 0 ids (expected 1 to 8)" },
 		{ "eos_token_id", "100", "c.json: eos_token_id: 100 is out of range [0, 99]" },
 		{ "eos_token_id", "[1, 100]", "c.json: eos_token_id: 100 is not an id in [0, 99]" },

@@ -172,11 +172,13 @@ static long run_chunks(struct forward *f, const int *ids, const int *sizes, int 
 	return f->positions - before;
 }
 
+static enum fwd_gemm gemm_mode;  /* for every forward made by init */
+
 static void init(struct forward *f, const struct model *m, int threads,
 		 enum cpu_level level, int batch)
 {
 	struct forward_opts o = { .threads = threads, .ctx = 1024, .batch = batch,
-				  .level = level };
+				  .gemm = gemm_mode, .level = level };
 	struct err e;
 	if (forward_init(f, m, &o, &e) < 0) {
 		fprintf(stderr, "forward_init: %s\n", e.msg);
@@ -273,9 +275,10 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 }
 
 /* The same ids five ways: one call, one at a time, prompt then decode, two
- * halves, ragged chunks; and through a batch smaller than the prompt. */
+ * halves, ragged chunks; and through a batch smaller than the prompt. The
+ * one-call logits are also checked against transformers' (golden). */
 static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
-		      const char *what)
+		      const float *golden_last, const char *what)
 {
 	int V = m->cfg.vocab_size;
 	struct forward f, fb;
@@ -299,6 +302,8 @@ static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
 	};
 	long work = run_chunks(&f, ids, &n, 1, ref);
 	CHECK(work == n, "%s: one call computed %ld positions for %d ids", what, work, n);
+	double dg = check_max_abs(ref, golden_last, V, NULL);
+	CHECK(dg < 1e-4, "%s: last logits differ from transformers' by %g", what, dg);
 	double worst = 0;
 	for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
 		work = run_chunks(&f, ids, ways[w].sizes, ways[w].n, got);
@@ -315,7 +320,8 @@ static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
 	CHECK(bitwise ? d == 0 : d < 1e-5, "%s, batch of 5: logits differ by %g", what, d);
 	CHECK(work == n && fb.head_rows == 1, "%s, batch of 5: %ld positions, %ld "
 	      "LM-head rows", what, work, fb.head_rows);
-	printf("%s: chunkings differ by at most %g\n", what, worst);
+	printf("%s: chunkings differ by at most %g; transformers by %.3g\n", what,
+	       worst, dg);
 	free(ref);
 	free(got);
 	forward_free(&f);
@@ -366,14 +372,20 @@ int main(void)
 	int n, nt;
 	int *ids = case_ids("tests/golden/qwen-shapes/rand33.json", &n);
 	int *tids = case_ids("tests/golden/shakespeare-tiny/citizen.json", &nt);
+	float *last = floats("tests/golden/qwen-shapes/rand33.last.f32", 4096);
+	float *tlast = floats("tests/golden/shakespeare-tiny/citizen.last.f32", 151936);
 	if (model_load(&m, shapes, &bf, &e) < 0 || model_load(&m32, shapes, &wide, &e) < 0) {
 		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
-	chunkings(&m, ids, n, 1, "qwen-shapes bf16");
-	chunkings(&m32, ids, n, 0, "qwen-shapes f32");
+	chunkings(&m, ids, n, 1, last, "qwen-shapes bf16");
+	chunkings(&m32, ids, n, 1, last, "qwen-shapes f32");
 	same_bits(&m, ids, n, 2, cpu_detect(), "qwen-shapes bf16, 2 threads");
 	same_bits(&m32, ids, n, 2, cpu_detect(), "qwen-shapes f32, 2 threads");
+	gemm_mode = FWD_GEMM_BLAS;
+	chunkings(&m32, ids, n, 0, last, "qwen-shapes f32, OpenBLAS");
+	same_bits(&m32, ids, n, 2, cpu_detect(), "qwen-shapes f32, OpenBLAS, 2 threads");
+	gemm_mode = FWD_GEMM_OWN;
 	same_bits(&m, ids, n, 1, CPU_SCALAR, "qwen-shapes bf16, scalar kernels");
 	same_bits(&m, ids, n, 2, CPU_SCALAR, "qwen-shapes bf16, scalar, 2 threads");
 	if (cpu_detect() > CPU_AVX2)
@@ -385,11 +397,13 @@ int main(void)
 		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
-	chunkings(&m, tids, nt, 1, "shakespeare-tiny bf16");
+	chunkings(&m, tids, nt, 1, tlast, "shakespeare-tiny bf16");
 	same_bits(&m, tids, nt, 2, cpu_detect(), "shakespeare-tiny, 2 threads");
 	same_bits(&m, tids, 4, 1, CPU_SCALAR, "shakespeare-tiny, scalar kernels");
 	model_free(&m);
 	free(ids);
 	free(tids);
+	free(last);
+	free(tlast);
 	return check_done("forward");
 }

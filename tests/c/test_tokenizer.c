@@ -126,14 +126,125 @@ static void corpus(struct tokenizer *t)
 	free(all);
 }
 
+/* The holder, closed-form: a character split across pushes comes out
+ * whole with the push that completes it, nothing before; invalid bytes are
+ * never held. */
+static void streaming(void)
+{
+	struct utf8_hold h = { 0 };
+	unsigned char out[16];
+	/* "é" = C3 A9 in two tokens */
+	CHECK(utf8_hold_push(&h, (const unsigned char *)"\xc3", 1, out) == 0,
+	      "first half of a 2-byte character printed something");
+	size_t n = utf8_hold_push(&h, (const unsigned char *)"\xa9", 1, out);
+	CHECK(n == 2 && memcmp(out, "\xc3\xa9", 2) == 0, "second half: got %zu bytes", n);
+	/* U+1F600 (F0 9F 98 80) as "a F0", "9F", "98 80 b" */
+	n = utf8_hold_push(&h, (const unsigned char *)"a\xf0", 2, out);
+	CHECK(n == 1 && out[0] == 'a', "before an emoji: got %zu bytes", n);
+	CHECK(utf8_hold_push(&h, (const unsigned char *)"\x9f", 1, out) == 0, "emoji, 2 of 4");
+	n = utf8_hold_push(&h, (const unsigned char *)"\x98\x80" "b", 3, out);
+	CHECK(n == 5 && memcmp(out, "\xf0\x9f\x98\x80" "b", 5) == 0, "emoji completed: %zu bytes", n);
+	/* invalid: a lone continuation byte, a lead byte followed by a
+	 * non-continuation, a surrogate's lead: all pass straight through */
+	n = utf8_hold_push(&h, (const unsigned char *)"\x80", 1, out);
+	CHECK(n == 1, "a lone continuation byte was held");
+	n = utf8_hold_push(&h, (const unsigned char *)"\xe2(", 2, out);
+	CHECK(n == 2, "E2 followed by '(' was held");
+	n = utf8_hold_push(&h, (const unsigned char *)"\xed\xa0", 2, out);
+	CHECK(n == 2, "ED A0 (a surrogate) was held");
+	/* end of stream: a held partial character is released as it is */
+	utf8_hold_push(&h, (const unsigned char *)"\xe4\xb8", 2, out);
+	n = utf8_hold_flush(&h, out);
+	CHECK(n == 2 && memcmp(out, "\xe4\xb8", 2) == 0, "flush released %zu bytes", n);
+}
+
+/* xorshift64*: a fixed-seed generator for the property test. */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
+}
+
+/* Random byte strings (mixing arbitrary bytes, ASCII, valid multi-byte
+ * characters, special-token text, truncated characters, and sequences that
+ * are never valid) encode without error, and decode to exactly the same
+ * bytes. Valid text reports no invalid bytes. The valid characters are all
+ * NFC already, so normalization leaves them alone. */
+static void non_utf8_round_trip(struct tokenizer *t)
+{
+	static const char *const frag[] = {
+		" ", "\n", "the", "'s", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
+		"<|im_start|>", "12", "\xe2\x80\xa8", "\xc2\x85",
+		/* never valid (the last three): a surrogate, past U+10FFFF, overlong */
+		"\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf",
+	};
+	const uint32_t n_frag = sizeof frag / sizeof frag[0], n_valid = n_frag - 3;
+	int bad = 0, invalid_seen = 0;
+	struct idvec ids = { 0 };
+	unsigned char s[256];
+	for (int iter = 0; iter < 2000; iter++) {
+		size_t n = 0, want = rnd() % 200;
+		int all_valid = iter % 4 == 0; /* a quarter of the strings are valid UTF-8 */
+		while (n < want) {
+			uint32_t k = rnd() % 4;
+			if (k == 0 && !all_valid) {
+				/* any byte but the leads of characters from U+0300 on,
+				 * so that no valid character NFC would change can
+				 * arise by chance (the round trip is exact for text
+				 * that is already NFC) */
+				unsigned char c = (unsigned char)rnd();
+				s[n++] = c >= 0xCC && c <= 0xF4 ? c - 0x60 : c;
+			} else if (k == 1 && !all_valid) {
+				const char *f = frag[rnd() % n_frag];
+				/* a strict prefix, then an ASCII letter so that no
+				 * random byte can complete it */
+				size_t fl = strlen(f), cut = fl > 1 ? 1 + rnd() % (fl - 1) : 1;
+				for (size_t i = 0; i < cut && n + 1 < sizeof s; i++)
+					s[n++] = (unsigned char)f[i];
+				s[n++] = 'x';
+			} else {
+				const char *f = frag[rnd() % (all_valid ? n_valid : n_frag)];
+				size_t fl = strlen(f);
+				if (n + fl > sizeof s)
+					break;
+				memcpy(s + n, f, fl);
+				n += fl;
+			}
+		}
+		ids.n = 0;
+		struct err e;
+		size_t n_invalid = 0, dl = 0;
+		if (tok_encode(t, s, n, 0, &ids, &n_invalid, &e) < 0) {
+			bad++;
+			continue;
+		}
+		invalid_seen += n_invalid > 0;
+		unsigned char *d = decode(t, ids.v, ids.n, &dl);
+		if (!d || dl != n || memcmp(d, s, n) != 0 || (all_valid && n_invalid)) {
+			if (!bad)
+				fprintf(stderr, "round trip failed: iteration %d, %zu bytes\n", iter, n);
+			bad++;
+		}
+		free(d);
+	}
+	CHECK(bad == 0, "non-UTF-8 round trip: %d of 2000 strings differ", bad);
+	CHECK(invalid_seen > 1000, "only %d strings had invalid bytes", invalid_seen);
+	idvec_free(&ids);
+}
+
 int main(void)
 {
+	streaming();
 	struct err e;
 	struct tokenizer *t = tok_load(TOKENIZER, &e);
 	CHECK(t != NULL, "load: %s", e.msg);
 	if (!t)
 		return check_done("test_tokenizer");
 	corpus(t);
+	non_utf8_round_trip(t);
 	tok_free(t);
 	return check_done("test_tokenizer");
 }

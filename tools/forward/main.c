@@ -16,6 +16,7 @@
  * Exit status: 0 fine; 1 bad input, I/O error, no sampler connected;
  * 2 usage; 141 the reader of stdout went away.
  */
+#include "attntrace.h"
 #include "cli.h"
 #include "cpu.h"
 #include "feedback.h"
@@ -34,8 +35,9 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"forward MODEL [--score [--all]] [--trace FILE] [--threads N] [--ctx N] "
-	"[--f32] [--copy] [-v] < ids, or forward --dump [--top K] < logits";
+	"forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
+	"[--no-cache] [--threads N] [--ctx N] "
+	"[--f32] [--mmap] [-v] < ids, or forward --dump [--top K] < logits";
 
 static const char help[] =
 	"Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
@@ -53,14 +55,24 @@ static const char help[] =
 	"  -T, --trace FILE    write the residual stream of the last position of\n"
 	"                      each call as JSON lines (embedding, every block,\n"
 	"                      final norm)\n"
+	"      --trace-attn FILE  write the attention weights of every layer and\n"
+	"                      head for the new positions of each call as JSON\n"
+	"                      lines (layout: lib/attntrace.h)\n"
+	"      --no-cache      generation: run the whole sequence again at every\n"
+	"                      step instead of extending the KV cache (the\n"
+	"                      quadratic baseline; the same logits)\n"
 	"  -t, --threads N     worker threads (default: the physical cores)\n"
 	"  -c, --ctx N         positions in the KV cache (default: the model's,\n"
 	"                      at most 4096)\n"
 	"      --f32           widen the weights to float32 (default: bf16 read\n"
 	"                      as bf16)\n"
-	"      --copy          read the weights into memory instead of using the\n"
-	"                      file mapping\n"
-	"  -v, --verbose       load time, memory and per-call timings on stderr\n"
+	"      --mmap          use the weights through the file mapping instead of\n"
+	"                      reading them into memory (faster start)\n"
+	"      --gemm WHO      float32 prompt products: own (default), blas\n"
+	"                      (OpenBLAS, one thread per worker) or blas-threads\n"
+	"                      (OpenBLAS's own threads)\n"
+	"  -v, --verbose       load time, memory, per-call timings and, at the\n"
+	"                      end, the positions computed on stderr\n"
 	"  -d, --dump          read a logits stream on stdin, print it as text\n"
 	"  -k, --top K         with --dump: the K largest logits (default 5)\n"
 	"  -h, --help          this text\n"
@@ -129,67 +141,85 @@ static int *read_ids(int n_vocab, int *n_out)
 	return ids;
 }
 
-/* ---- the trace ---- */
+/* ---- trace files: written beside their name, renamed into place at the
+ * end, removed on every other exit path ---- */
 
-struct trace {
+struct outfile {
 	FILE *fp;
 	char path[4096], tmp[4096 + 16];
-	int n_layers, call;
 };
 
-static struct trace *trace_open;  /* removed at exit unless completed */
+static struct outfile *outfiles[2];  /* --trace, --trace-attn */
 
-static void trace_cleanup(void)
+static void outfiles_cleanup(void)
 {
-	if (trace_open && trace_open->tmp[0])
-		unlink(trace_open->tmp);
+	for (size_t i = 0; i < sizeof outfiles / sizeof outfiles[0]; i++)
+		if (outfiles[i] && outfiles[i]->tmp[0])
+			unlink(outfiles[i]->tmp);
 }
+
+static void outfile_open(struct outfile *o, const char *path)
+{
+	static int n;
+	memset(o, 0, sizeof *o);
+	snprintf(o->path, sizeof o->path, "%s", path);
+	snprintf(o->tmp, sizeof o->tmp, "%s.XXXXXX", path);
+	int fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		o->tmp[0] = 0;
+		die("%s: %s", path, strerror(errno));
+	}
+	mode_t mask = umask(0);  /* mkstemp makes it 0600: give it the usual mode */
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	if (n == 0)
+		atexit(outfiles_cleanup);
+	outfiles[n++] = o;
+	o->fp = fdopen(fd, "w");
+	if (!o->fp)
+		die("%s: %s", path, strerror(errno));
+}
+
+/* Flushes, closes and renames the file into place. */
+static void outfile_close(struct outfile *o)
+{
+	if (fflush(o->fp) != 0 || ferror(o->fp) || fsync(fileno(o->fp)) != 0 ||
+	    fclose(o->fp) != 0)
+		die("%s: write error: %s", o->path, strerror(errno));
+	if (rename(o->tmp, o->path) < 0)
+		die("%s: %s", o->path, strerror(errno));
+	o->tmp[0] = 0;
+}
+
+/* ---- --trace: the residual stream ---- */
+
+struct trace {
+	struct outfile out;
+	int n_layers, call;
+};
 
 static void on_trace(void *arg, int pos, int index, const float *h, int n)
 {
 	struct trace *t = arg;
+	FILE *fp = t->out.fp;
 	const char *what = index == 0 ? "embedding" :
 			   index <= t->n_layers ? "block" : "final_norm";
-	fprintf(t->fp, "{\"call\":%d,\"pos\":%d,\"index\":%d,\"what\":\"%s\"", t->call,
+	fprintf(fp, "{\"call\":%d,\"pos\":%d,\"index\":%d,\"what\":\"%s\"", t->call,
 		pos, index, what);
 	if (index >= 1 && index <= t->n_layers)
-		fprintf(t->fp, ",\"layer\":%d", index - 1);
-	fputs(",\"h\":[", t->fp);
+		fprintf(fp, ",\"layer\":%d", index - 1);
+	fputs(",\"h\":[", fp);
 	for (int i = 0; i < n; i++)
-		fprintf(t->fp, "%s%.9g", i ? "," : "", h[i]);
-	fputs("]}\n", t->fp);
+		fprintf(fp, "%s%.9g", i ? "," : "", h[i]);
+	fputs("]}\n", fp);
 	if (index == t->n_layers + 1)
 		t->call++;
 }
 
-static void trace_begin(struct trace *t, const char *path, int n_layers)
-{
-	memset(t, 0, sizeof *t);
-	t->n_layers = n_layers;
-	snprintf(t->path, sizeof t->path, "%s", path);
-	snprintf(t->tmp, sizeof t->tmp, "%s.XXXXXX", path);
-	int fd = mkstemp(t->tmp);
-	if (fd < 0) {
-		t->tmp[0] = 0;
-		die("%s: %s", path, strerror(errno));
-	}
-	trace_open = t;
-	atexit(trace_cleanup);
-	t->fp = fdopen(fd, "w");
-	if (!t->fp)
-		die("%s: %s", path, strerror(errno));
-}
+/* ---- --trace-attn: attention weights (lib/attntrace.h) ---- */
 
-/* Flushes, closes and renames the trace into place. */
-static void trace_end(struct trace *t)
-{
-	if (fflush(t->fp) != 0 || ferror(t->fp) || fsync(fileno(t->fp)) != 0 ||
-	    fclose(t->fp) != 0)
-		die("%s: write error: %s", t->path, strerror(errno));
-	if (rename(t->tmp, t->path) < 0)
-		die("%s: %s", t->path, strerror(errno));
-	t->tmp[0] = 0;
-}
+static struct outfile attn_out;
+static struct attn_trace attn;
 
 /* ---- writing the stream ---- */
 
@@ -241,11 +271,15 @@ static void write_header(const struct model *m, const struct forward *f,
 		die_write(&e);
 }
 
-/* Runs ids and writes their frames; -v reports the timing. */
-static void eval(struct forward *f, const int *ids, int n, int all)
+/* Runs ids and writes their frames, whose fed ids are the last n_new of
+ * them (with all, each frame's own); -v reports the timing. */
+static void eval(struct forward *f, const int *ids, int n, int n_new, int all)
 {
-	struct out o = { ids, all ? 1 : n, f->m->cfg.vocab_size, 0 };
+	struct out o = { all ? ids : ids + n - n_new, all ? 1 : n_new,
+			 f->m->cfg.vocab_size, 0 };
 	struct err e;
+	if (attn_out.fp && attn_trace_begin(&attn, f->n_past, n, &e) < 0)
+		die("%s: %s", attn_out.path, e.msg);
 	double t0 = now();
 	if (forward_eval(f, ids, n, all, emit, &o, &e) < 0) {
 		if (o.frames < (all ? n : 1) && !strstr(e.msg, "write error"))
@@ -257,6 +291,8 @@ static void eval(struct forward *f, const int *ids, int n, int all)
 		die_write(&e);
 	}
 	double dt = now() - t0;
+	if (attn_out.fp && attn_trace_write(&attn, &e) < 0)
+		die("%s: %s", attn_out.path, e.msg);
 	if (verbose)
 		fprintf(stderr, "forward: %d token%s at position %d in %.1f ms (%.1f tok/s)\n",
 			n, n == 1 ? "" : "s", f->n_past - n, dt * 1e3, n / dt);
@@ -271,7 +307,10 @@ static void fb_cleanup(void)
 	feedback_destroy(&fb);
 }
 
-static void generate(struct forward *f, const int *ids, int n)
+/* Without the cache (no_cache), every step empties it and runs the whole
+ * sequence again: the quadratic baseline, same logits. ids has room for
+ * f->ctx ids. */
+static void generate(struct forward *f, int *ids, int n, int no_cache)
 {
 	struct err e;
 	if (feedback_create(&fb, &e) < 0)
@@ -279,7 +318,7 @@ static void generate(struct forward *f, const int *ids, int n)
 	atexit(fb_cleanup);
 	feedback_cleanup_on_signals(&fb);
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
-	eval(f, ids, n, 0);
+	eval(f, ids, n, n, 0);
 	for (;;) {
 		int id;
 		int r = feedback_next(&fb, STDOUT_FILENO, FIRST_ID_TIMEOUT_MS, &id, &e);
@@ -295,7 +334,13 @@ static void generate(struct forward *f, const int *ids, int n)
 				fprintf(stderr, "forward: context full (%d positions)\n", f->ctx);
 			break;
 		}
-		eval(f, &id, 1, 0);
+		if (no_cache) {
+			ids[n++] = id;
+			forward_reset(f);
+			eval(f, ids, n, 1, 0);
+		} else {
+			eval(f, &id, 1, 1, 0);
+		}
 	}
 	feedback_destroy(&fb);
 }
@@ -356,19 +401,22 @@ int main(int argc, char **argv)
 {
 	cli_init("forward", usage);
 	int score = 0, all = 0, do_dump = 0, top = 5;
-	const char *trace_path = NULL;
+	const char *trace_path = NULL, *attn_path = NULL;
+	int no_cache = 0;
 	struct forward_opts fo = { 0 };
 	struct model_opts mo = { 0 };
-	enum { OPT_F32 = 256, OPT_COPY, OPT_BLAS };
+	enum { OPT_F32 = 256, OPT_MMAP, OPT_GEMM, OPT_TRACE_ATTN, OPT_NO_CACHE };
 	static const struct option longopts[] = {
 		{ "score", no_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "trace", required_argument, NULL, 'T' },
+		{ "trace-attn", required_argument, NULL, OPT_TRACE_ATTN },
+		{ "no-cache", no_argument, NULL, OPT_NO_CACHE },
 		{ "threads", required_argument, NULL, 't' },
 		{ "ctx", required_argument, NULL, 'c' },
 		{ "f32", no_argument, NULL, OPT_F32 },
-		{ "copy", no_argument, NULL, OPT_COPY },
-		{ "blas-threads", no_argument, NULL, OPT_BLAS },
+		{ "mmap", no_argument, NULL, OPT_MMAP },
+		{ "gemm", required_argument, NULL, OPT_GEMM },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "dump", no_argument, NULL, 'd' },
 		{ "top", required_argument, NULL, 'k' },
@@ -382,11 +430,22 @@ int main(int argc, char **argv)
 		case 's': score = 1; break;
 		case 'a': all = 1; break;
 		case 'T': trace_path = optarg; break;
+		case OPT_TRACE_ATTN: attn_path = optarg; break;
+		case OPT_NO_CACHE: no_cache = 1; break;
 		case 't': fo.threads = (int)flag_long("--threads", optarg, 1, 256); break;
 		case 'c': fo.ctx = (int)flag_long("--ctx", optarg, 1, 1 << 24); break;
 		case OPT_F32: mo.f32 = 1; break;
-		case OPT_COPY: mo.copy = 1; break;
-		case OPT_BLAS: fo.blas_owns = 1; break;
+		case OPT_MMAP: mo.mmap = 1; break;
+		case OPT_GEMM:
+			if (!strcmp(optarg, "own"))
+				fo.gemm = FWD_GEMM_OWN;
+			else if (!strcmp(optarg, "blas"))
+				fo.gemm = FWD_GEMM_BLAS;
+			else if (!strcmp(optarg, "blas-threads"))
+				fo.gemm = FWD_GEMM_BLAS_THREADS;
+			else
+				die_usage("--gemm: '%s' is not own, blas or blas-threads", optarg);
+			break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
 		case 'k': top = (int)flag_long("--top", optarg, 1, 1000); break;
@@ -440,20 +499,36 @@ int main(int argc, char **argv)
 	if (n > f.ctx)
 		die("%s: %d ids do not fit in the context of %d positions (--ctx)",
 		    in_name, n, f.ctx);
+	if (no_cache && !(ids = realloc(ids, sizeof *ids * (size_t)f.ctx)))
+		die("out of memory");
 	struct trace tr;
 	if (trace_path) {
-		trace_begin(&tr, trace_path, m.cfg.n_layers);
+		outfile_open(&tr.out, trace_path);
+		tr.n_layers = m.cfg.n_layers;
+		tr.call = 0;
 		f.trace = on_trace;
 		f.trace_arg = &tr;
 	}
+	if (attn_path) {
+		outfile_open(&attn_out, attn_path);
+		attn_trace_init(&attn, attn_out.fp, m.cfg.n_layers, m.cfg.n_heads);
+		f.attn_trace = attn_trace_record;
+		f.attn_arg = &attn;
+	}
 	if (score) {
 		write_header(&m, &f, all ? STREAM_FLAG_ALL : 0, "");
-		eval(&f, ids, n, all);
+		eval(&f, ids, n, n, all);
 	} else {
-		generate(&f, ids, n);
+		generate(&f, ids, n, no_cache);
 	}
 	if (trace_path)
-		trace_end(&tr);
+		outfile_close(&tr.out);
+	if (attn_path) {
+		outfile_close(&attn_out);
+		attn_trace_free(&attn);
+	}
+	if (verbose)
+		fprintf(stderr, "forward: %ld positions computed\n", f.positions);
 	free(ids);
 	forward_free(&f);
 	model_free(&m);

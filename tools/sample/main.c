@@ -68,7 +68,10 @@ static const char help[] =
 	"      --emit-eos          write the end-of-sequence token before stopping\n"
 	"      --logprobs K        with --logprobs-file: for each token, its\n"
 	"                          log-probability under the model (softmax of the\n"
-	"                          raw logits) and the K most probable tokens'\n"
+	"                          raw logits) and the K most probable tokens';\n"
+	"                          how many the chain kept, and the K most\n"
+	"                          probable of those with their probabilities\n"
+	"                          after it (\"after\")\n"
 	"      --logprobs-file F   where those JSON lines go (stdout stays ids)\n"
 	"  -v, --verbose           parameters, seed, stop reason, tokens, time to\n"
 	"                          first token and tokens/s on stderr\n"
@@ -178,8 +181,10 @@ static struct sampler_params params(const struct stream_header *h)
 }
 
 /* ---- --logprobs-file: written to a temporary file beside it and renamed
- * into place at the end, so an interrupted run leaves no partial file
- * (unless it names something that is not a regular file: /dev/stderr). */
+ * into place at the end, so an interrupted run leaves no partial file.
+ * A path that exists and is not a plain file (a symbolic link such as
+ * /dev/stderr, a FIFO, a device) is written directly: renaming onto it
+ * would replace the link itself. */
 
 static FILE *lp;
 static char lp_tmp[PATH_MAX];
@@ -194,7 +199,7 @@ static void lp_on_signal(int sig)
 static void lp_open(void)
 {
 	struct stat st;
-	if (stat(logprobs_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	if (lstat(logprobs_path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		lp = fopen(logprobs_path, "w");
 		if (!lp)
 			die("%s: %s", logprobs_path, strerror(errno));
@@ -241,7 +246,9 @@ static void lp_fail(void)
 }
 
 /* One JSON line: the chosen token and the K most probable, with their
- * log-probabilities under the model. */
+ * log-probabilities under the model (before the chain); how many tokens the
+ * chain kept and the K most probable of them, with their probabilities
+ * after it (what the draw used). */
 static void lp_write(struct sampler *s, const struct stream_frame *fr, int id,
 		     int k, struct sampler_cand *top)
 {
@@ -252,6 +259,11 @@ static void lp_write(struct sampler *s, const struct stream_frame *fr, int id,
 	for (int i = 0; i < k; i++)
 		fprintf(lp, "%s{\"id\": %d, \"logprob\": %.9g}", i ? ", " : "",
 			top[i].id, top[i].x - lse);
+	int n_after = sampler_kept_top(s, k, top);
+	fprintf(lp, "], \"kept\": %d, \"after\": [", s->n_cand);
+	for (int i = 0; i < n_after; i++)
+		fprintf(lp, "%s{\"id\": %d, \"p\": %.9g}", i ? ", " : "", top[i].id,
+			top[i].p);
 	fputs("]}\n", lp);
 }
 

@@ -1,0 +1,259 @@
+/* bench/forward: decode and prefill speed of the forward pass on a
+ * synthetic Qwen2.5-0.5B-Instruct, against this machine's measured memory
+ * bandwidth. Asserts nothing; prints one JSON line per configuration.
+ *
+ * The synthetic model has exactly the real shapes (from
+ * data/qwen2.5-0.5b-instruct/config.json: 290 tensors, 494,032,768
+ * parameters, bf16, about 988 MB) and random weights: timing depends on
+ * shapes, not values. It is written once into
+ * ${XDG_CACHE_HOME:-~/.cache}/qwenpipe/synthetic-qwen2.5-0.5b-instruct-HASH/
+ * (lib/synthetic.h; never in the repository) and reused.
+ *
+ * For each configuration (bf16 through the mapping, bf16 copied into
+ * anonymous memory, float32 widened; 1 and 2 threads; for float32 prefill
+ * also OpenBLAS's own threads instead of the pool): decode, ms per token
+ * (median and min of DECODE_STEPS steps after a warm-up) and prefill of 64
+ * tokens (tokens/s, best and median of PREFILL_REPS). Bandwidth: a read-only
+ * streaming sum over a 1 GiB buffer (lib/membw.h; the L3 here is 260 MiB),
+ * best of 5, on 1 and 2 threads. Decode is reported as a fraction of the
+ * bandwidth limit: weight bytes read per token / bandwidth. First, one
+ * prefill-sized product (64 x 896 by 896 x 4864) on one thread: OpenBLAS
+ * sgemm against our f32 and bf16 kernels, in GFLOP/s.
+ *
+ *   make bench                      (all benchmarks; appends to bench/results.jsonl)
+ *   build/bench/forward [--quick]   (this one; --quick: bf16 copied only)
+ */
+#include "forward.h"
+#include "membw.h"
+#include "model.h"
+#include "synthetic.h"
+
+#include <cblas.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { DECODE_STEPS = 16, PREFILL = 64, PREFILL_REPS = 2 };
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static _Noreturn void fail(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "bench/forward: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* The synthetic model (lib/synthetic.h), written on the first run. */
+static void synthetic_dir(char *dir, size_t cap)
+{
+	struct synthetic syn;
+	struct err e;
+	if (synthetic_ensure(&syn, SYNTHETIC_CONFIG, NULL, NULL, &e) < 0)
+		fail("%s", e.msg);
+	snprintf(dir, cap, "%s", syn.dir);
+}
+
+/* GB/s of a read-only stream over 1 GiB, best of 5 (lib/membw.h). */
+static double bandwidth(int threads)
+{
+	struct membw r;
+	struct err e;
+	if (membw_measure(&r, threads, MEMBW_BYTES_DEFAULT, MEMBW_REPS_DEFAULT, &e) < 0)
+		fail("%s", e.msg);
+	return r.gbs.max;
+}
+
+/* ---- one prefill-sized product: ours against OpenBLAS ---- */
+
+/* GFLOP/s of Y[64 x 4864] = X[64 x 896] W^T, one thread, best of 15:
+ * OpenBLAS sgemm, our f32 kernel, our bf16 kernel. */
+static void gemm_gflops(double out[3])
+{
+	enum { M = PREFILL, N = 4864, K = 896 };
+	float *x = calloc((size_t)M * K, 4), *w = calloc((size_t)N * K, 4),
+	      *y = calloc((size_t)M * N, 4);
+	uint16_t *wb = calloc((size_t)N * K, 2);
+	for (int i = 0; i < M * K; i++)
+		x[i] = (float)(i % 7) * 0.1f;
+	for (int i = 0; i < N * K; i++) {
+		wb[i] = (uint16_t)(0x3c00 + i % 127);  /* bf16 0.0078 .. 0.0156 */
+		w[i] = (float)(i % 5) * 0.1f;
+	}
+	const struct kernels *k = kernels_for(cpu_level_env(NULL));
+	openblas_set_num_threads(1);
+	double best[3] = { 1e9, 1e9, 1e9 };
+	for (int r = 0; r < 15; r++) {
+		double t[4];
+		t[0] = now();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, x, K, w, K,
+			    0, y, N);
+		t[1] = now();
+		k->matmul_f32(y, N, w, K, 0, N, x, K, M);
+		t[2] = now();
+		k->matmul_bf16(y, N, wb, K, 0, N, x, K, M);
+		t[3] = now();
+		for (int i = 0; i < 3; i++)
+			best[i] = t[i + 1] - t[i] < best[i] ? t[i + 1] - t[i] : best[i];
+	}
+	for (int i = 0; i < 3; i++)
+		out[i] = 2.0 * M * N * K / best[i] / 1e9;
+	free(x);
+	free(w);
+	free(y);
+	free(wb);
+}
+
+/* ---- forward ---- */
+
+static int sink_emit(void *arg, int pos, const float *lg, struct err *e)
+{
+	*(float *)arg += lg[0];
+	(void)pos;
+	(void)e;
+	return 0;
+}
+
+struct result {
+	double decode_med, decode_min, prefill_best, prefill_med, load_s;
+	size_t bytes_per_token;
+};
+
+static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gemm gemm,
+		struct result *r)
+{
+	struct model m;
+	struct forward f;
+	struct err e;
+	double t0 = now();
+	if (model_load(&m, dir, &mo, &e) < 0)
+		fail("%s", e.msg);
+	r->load_s = now() - t0;
+	struct forward_opts fo = { .threads = threads, .ctx = 256, .gemm = gemm,
+				   .level = cpu_level_env(NULL) };
+	if (forward_init(&f, &m, &fo, &e) < 0)
+		fail("%s", e.msg);
+	int ids[PREFILL];
+	for (int i = 0; i < PREFILL; i++)
+		ids[i] = (i * 7919) % m.cfg.vocab_size;
+	float sink = 0;
+	/* Warm-up: every weight page touched once. */
+	forward_eval(&f, ids, 4, 0, sink_emit, &sink, &e);
+	forward_eval(&f, ids + 4, 1, 0, sink_emit, &sink, &e);
+	double dt[DECODE_STEPS];
+	for (int i = 0; i < DECODE_STEPS; i++) {
+		double s = now();
+		forward_eval(&f, ids + 5 + i, 1, 0, sink_emit, &sink, &e);
+		dt[i] = (now() - s) * 1e3;
+	}
+	qsort(dt, DECODE_STEPS, sizeof dt[0], cmp_double);
+	r->decode_min = dt[0];
+	r->decode_med = dt[DECODE_STEPS / 2];
+	double pt[PREFILL_REPS];
+	for (int i = 0; i < PREFILL_REPS; i++) {
+		forward_reset(&f);
+		double s = now();
+		forward_eval(&f, ids, PREFILL, 0, sink_emit, &sink, &e);
+		pt[i] = PREFILL / (now() - s);
+	}
+	qsort(pt, PREFILL_REPS, sizeof pt[0], cmp_double);
+	r->prefill_best = pt[PREFILL_REPS - 1];
+	r->prefill_med = pt[PREFILL_REPS / 2];
+	/* Every matrix is read once per token, except an untied embedding, of
+	 * which one row is. */
+	size_t embed = (size_t)m.w.embed.rows * m.w.embed.cols *
+		       (m.w.embed.type == WT_BF16 ? 2 : 4);
+	r->bytes_per_token = m.weight_bytes - (m.cfg.tie_embeddings ? 0 : embed);
+	forward_free(&f);
+	model_free(&m);
+}
+
+/* The machine is shared: the load goes with the figures. */
+static double load1(void)
+{
+	double load = -1;
+	FILE *la = fopen("/proc/loadavg", "r");
+	if (la) {
+		if (fscanf(la, "%lf", &load) != 1)
+			load = -1;
+		fclose(la);
+	}
+	return load;
+}
+
+static void cmd(const char *c, char *out, size_t cap)
+{
+	FILE *p = popen(c, "r");
+	out[0] = 0;
+	if (p) {
+		if (!fgets(out, (int)cap, p))
+			out[0] = 0;
+		pclose(p);
+	}
+	out[strcspn(out, "\n")] = 0;
+}
+
+int main(int argc, char **argv)
+{
+	int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+	char dir[4096];
+	synthetic_dir(dir, sizeof dir);
+	char commit[64], cpu[256], date[64];
+	cmd("git rev-parse --short HEAD 2>/dev/null", commit, sizeof commit);
+	cmd("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'", cpu, sizeof cpu);
+	cmd("date -u +%Y-%m-%dT%H:%M:%SZ", date, sizeof date);
+	double bw[3] = { 0, bandwidth(1), bandwidth(2) }, gf[3];
+	gemm_gflops(gf);
+	double load = load1();
+	printf("{\"bench\": \"gemm\", \"date\": \"%s\", \"commit\": \"%s\", \"cpu\": "
+	       "\"%s\", \"load1\": %.2f, \"shape\": \"64x896 . 896x4864\", \"threads\": 1, "
+	       "\"openblas\": \"%s\", \"openblas_gflops\": %.1f, \"own_f32_gflops\": %.1f, "
+	       "\"own_bf16_gflops\": %.1f, \"kernels\": \"%s\"}\n", date, commit, cpu, load,
+	       openblas_get_corename(), gf[0], gf[1], gf[2],
+	       cpu_level_name(cpu_level_env(NULL)));
+	struct { const char *weights; struct model_opts mo; enum fwd_gemm gemm; } cfgs[] = {
+		{ "bf16 copied", { 0, 0 }, FWD_GEMM_OWN },
+		{ "bf16 mapped", { 0, 1 }, FWD_GEMM_OWN },
+		{ "f32", { 1, 0 }, FWD_GEMM_OWN },
+		{ "f32, OpenBLAS per worker", { 1, 0 }, FWD_GEMM_BLAS },
+		{ "f32, OpenBLAS threads", { 1, 0 }, FWD_GEMM_BLAS_THREADS },
+	};
+	for (size_t c = 0; c < (quick ? 1 : sizeof cfgs / sizeof cfgs[0]); c++)
+		for (int t = 1; t <= 2; t++) {
+			if (cfgs[c].gemm == FWD_GEMM_BLAS_THREADS && t == 1)
+				continue;
+			load = load1();
+			struct result r;
+			run(dir, cfgs[c].mo, t, cfgs[c].gemm, &r);
+			double limit_ms = r.bytes_per_token / (bw[t] * 1e9) * 1e3;
+			printf("{\"bench\": \"forward\", \"date\": \"%s\", \"commit\": \"%s\", "
+			       "\"cpu\": \"%s\", \"load1\": %.2f, \"model\": \"synthetic "
+			       "Qwen2.5-0.5B\", \"weights\": \"%s\", \"threads\": %d, "
+			       "\"kernels\": \"%s\", \"openblas\": \"%s\", \"decode_ms_median\": %.2f, "
+			       "\"decode_ms_min\": %.2f, \"prefill64_tok_s_best\": %.1f, "
+			       "\"prefill64_tok_s_median\": %.1f, \"bytes_per_token\": %zu, "
+			       "\"bandwidth_gbs\": %.1f, \"decode_limit_ms\": %.2f, "
+			       "\"decode_fraction_of_limit\": %.2f, \"load_s\": %.2f}\n",
+			       date, commit, cpu, load, cfgs[c].weights, t,
+			       cpu_level_name(cpu_level_env(NULL)), openblas_get_corename(),
+			       r.decode_med, r.decode_min,
+			       r.prefill_best, r.prefill_med, r.bytes_per_token, bw[t],
+			       limit_ms, limit_ms / r.decode_min, r.load_s);
+			fflush(stdout);
+		}
+	return 0;
+}

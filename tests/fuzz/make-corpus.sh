@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/<target>/
+# (committed; rerun only to change the seeds):
+#
+#   tests/fuzz/make-corpus.sh        (needs bin/quantize: run `make` first)
+#
+# Seeds are small valid inputs plus a few near misses, so the fuzzer starts
+# from the structure each parser expects. Regression inputs (crashes found
+# and fixed) live beside them as crash-*; this script leaves those alone.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+corpus=tests/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+LC_ALL=C
+
+le() {  # le BYTES N: N as BYTES little-endian bytes
+	local i
+	for ((i = 0; i < $1; i++)); do
+		printf "\\x$(printf %02x $((($2 >> (8 * i)) & 255)))"
+	done
+}
+zeros() { head -c "$1" /dev/zero; }
+
+# ---- config: every bundled config.json and generation_config.json ----
+mkdir -p "$corpus/config"
+cp data/qwen2.5-0.5b-instruct/config.json "$corpus/config/qwen-config.json"
+cp data/qwen2.5-0.5b-instruct/generation_config.json "$corpus/config/qwen-gen.json"
+cp data/shakespeare-tiny/config.json "$corpus/config/tiny-config.json"
+cp data/shakespeare-tiny/generation_config.json "$corpus/config/tiny-gen.json"
+cp tests/fixtures/qwen-shapes/config.json "$corpus/config/shapes-config.json"
+
+# ---- safetensors: the malformed set and a tiny Qwen2 model ----
+mkdir -p "$corpus/safetensors"
+tests/fixtures/make-malformed.sh "$tmp/mal" >/dev/null
+for f in "$tmp"/mal/*.safetensors; do
+	cp "$f" "$corpus/safetensors/$(basename "$f")"
+done
+
+# A tied one-layer model: vocab 8, hidden 32, 2 heads of 16, 1 KV head,
+# intermediate 32 (32 so that int4's group of 32 divides every row), bf16
+# weights from a repeating pattern of small values.
+model=$tmp/model
+mkdir -p "$model"
+cat >"$model/config.json" <<'JSON'
+{"model_type": "qwen2", "vocab_size": 8, "hidden_size": 32,
+ "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+ "num_key_value_heads": 1, "max_position_embeddings": 64,
+ "rope_theta": 10000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": true,
+ "bos_token_id": 0, "eos_token_id": [1, 2]}
+JSON
+printf '{"eos_token_id": 1, "temperature": 0.7, "top_p": 0.8, "top_k": 20}' \
+	>"$model/generation_config.json"
+printf '{"model": {"type": "BPE", "vocab": {}}}' >"$model/tokenizer.json"
+specs=(
+	"model.embed_tokens.weight 8,32"
+	"model.layers.0.input_layernorm.weight 32"
+	"model.layers.0.self_attn.q_proj.weight 32,32"
+	"model.layers.0.self_attn.q_proj.bias 32"
+	"model.layers.0.self_attn.k_proj.weight 16,32"
+	"model.layers.0.self_attn.k_proj.bias 16"
+	"model.layers.0.self_attn.v_proj.weight 16,32"
+	"model.layers.0.self_attn.v_proj.bias 16"
+	"model.layers.0.self_attn.o_proj.weight 32,32"
+	"model.layers.0.post_attention_layernorm.weight 32"
+	"model.layers.0.mlp.gate_proj.weight 32,32"
+	"model.layers.0.mlp.up_proj.weight 32,32"
+	"model.layers.0.mlp.down_proj.weight 32,32"
+	"model.norm.weight 32"
+)
+h= pos=0
+for s in "${specs[@]}"; do
+	read -r name shape <<<"$s"
+	n=$((2 * ${shape/,/*}))
+	h+="${h:+,}\"$name\":{\"dtype\":\"BF16\",\"shape\":[$shape],\"data_offsets\":[$pos,$((pos + n))]}"
+	pos=$((pos + n))
+done
+h="{$h}"
+# 1.0, -0.5, 0.25, -0.375, 0.75, -1.0, 0.125, 0.5 as bf16, repeated
+block=$(printf '\\x80\\x3f\\x00\\xbf\\x80\\x3e\\xc0\\xbe\\x40\\x3f\\x80\\xbf\\x00\\x3e\\x00\\x3f')
+{
+	le 8 "${#h}"
+	printf '%s' "$h"
+	for ((i = 0; i < pos / 16; i++)); do printf "$block"; done
+} >"$model/model.safetensors"
+cp "$model/model.safetensors" "$corpus/safetensors/tiny-model.safetensors"
+
+# ---- qfile: that model quantized both ways ----
+mkdir -p "$corpus/qfile"
+bin/quantize "$model" -o "$corpus/qfile/tiny.q8" --level int8 2>/dev/null
+bin/quantize "$model" -o "$corpus/qfile/tiny.q4" --level int4 2>/dev/null
+bin/quantize "$model" -o "$corpus/qfile/tiny-emb.q8" --level int8 --embeddings 2>/dev/null
+
+# ---- stream: headers and frames (lib/stream.h), vocabulary 8 ----
+mkdir -p "$corpus/stream"
+f32() {  # f32 BITS: a float given by its bit pattern
+	le 4 "$1"
+}
+header() {  # header N_VOCAB FLAGS PATH
+	printf 'QWLOGITS'
+	le 4 1; le 4 "$1"; le 4 0; le 4 2
+	le 4 1; le 4 2; for i in 1 2 3 4 5 6; do le 4 -1; done
+	f32 0x3f333333; le 4 20; f32 0x3f4ccccd; f32 0; f32 0x3f8ccccd
+	le 4 "$2"; le 4 64; zeros 60
+	printf '%s' "$3"; zeros $((4096 - ${#3}))
+}
+frame() {  # frame POS IDS... : a frame with these ids fed and logits 0..7
+	local pos=$1
+	shift
+	printf 'FRME'; le 4 "$pos"; le 4 $#
+	for id in "$@"; do le 4 "$id"; done
+	for b in 0 0x3f800000 0x40000000 0x40400000 0xbf800000 0x41200000 0xc1200000 0x3e800000; do
+		f32 "$b"
+	done
+}
+header 8 0 '' >"$corpus/stream/header-only"
+{ header 8 0 ''; frame 2 3 4 5; } >"$corpus/stream/score-last"
+{ header 8 2 ''; frame 0 3; frame 1 4; frame 2 5; } >"$corpus/stream/score-all"
+{ header 8 1 /tmp/qwenpipe.XXXX/ids; frame 1 3 4; frame 2 7; frame 3 1; } \
+	>"$corpus/stream/generation"
+head -c $((4240 + 20)) "$corpus/stream/score-last" >"$corpus/stream/cut-frame"
+head -c 100 "$corpus/stream/header-only" >"$corpus/stream/cut-header"
+
+echo "make-corpus: $(find "$corpus" -type f | wc -l) seeds, $(du -sh "$corpus" | cut -f1)" >&2

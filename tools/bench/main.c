@@ -1,0 +1,646 @@
+/* bench: how fast the engine runs, against this machine's own limits.
+ *
+ *   bench MODEL... [-p 64] [-n 64] [-r 10] [-t 1,2] [-o md|jsonl|csv]
+ *   bench --synthetic [MODEL...]      the full-size synthetic bf16, int8, int4
+ *   bench --membw                     memory bandwidth only
+ *
+ * For every contender (each MODEL with each --weights mode) and thread
+ * count: prefill tokens/s, time to first token, decode ms/token, the
+ * sampler's cost per token (lib/benchrun.h), repeated -r times after a
+ * warm-up; median, minimum and maximum. The contenders alternate inside
+ * each repetition (A, B, A, B, ...), so a busy machine slows them alike and
+ * every repetition is a matched pair: each contender's wins against the
+ * first are counted. Decode is also reported as a fraction of its limit:
+ * bytes of weights per token x tokens/s / the read bandwidth measured in
+ * the same run at that thread count (lib/membw.h). Each model's open time
+ * and the resident memory it adds are measured once, and an OpenBLAS sgemm
+ * prefill on the same float32 shapes is the reference for prefill.
+ *
+ * The report goes to stdout (-o); the same figures, one JSON object per
+ * line, are appended to bench/results.jsonl (--record), never rewritten.
+ */
+#include "benchrun.h"
+#include "cli.h"
+#include "cpu.h"
+#include "forward.h"
+#include "membw.h"
+#include "sampler.h"
+#include "synthetic.h"
+#include "timing.h"
+
+#include <cJSON.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
+	"[--weights LIST] [--synthetic] [--membw] [--record FILE | --no-record]";
+
+static const char help[] =
+	"Measures prefill, time to first token, decode and the sampler on each\n"
+	"MODEL (a model directory, a .safetensors file or a .q8/.q4 container),\n"
+	"against the memory bandwidth measured in the same run.\n"
+	"\n"
+	"  -p, --prompt N       prompt tokens for prefill and TTFT (default 64)\n"
+	"  -n, --tokens N       tokens decoded per repetition (default 64)\n"
+	"  -r, --reps N         repetitions after one warm-up (default 10)\n"
+	"  -t, --threads LIST   thread counts, comma-separated (default 1 and the\n"
+	"                       physical cores)\n"
+	"  -o, --output FMT     md (default), jsonl or csv on stdout\n"
+	"  -w, --weights LIST   how each model is held, comma-separated: copied\n"
+	"                       (read into memory; the default), mapped (used\n"
+	"                       through the file mapping, forward --mmap), f32\n"
+	"                       (widened, forward --f32)\n"
+	"      --synthetic      add the synthetic full-size bf16 model and its\n"
+	"                       int8 and int4 containers (written once to\n"
+	"                       ${XDG_CACHE_HOME:-~/.cache}/qwenpipe)\n"
+	"      --config FILE    the shapes of the synthetic model (default\n"
+	"                       " SYNTHETIC_CONFIG ")\n"
+	"      --membw          measure the memory bandwidth only\n"
+	"      --membw-mib N    bandwidth buffer size (default 1024; larger than\n"
+	"                       the caches)\n"
+	"      --no-sgemm       skip the OpenBLAS float32 prefill reference\n"
+	"      --record FILE    append JSON lines to FILE (default\n"
+	"                       bench/results.jsonl when ./bench/ exists)\n"
+	"      --no-record      append nothing\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"Figures are medians with [min, max] over the repetitions. Progress goes\n"
+	"to stderr. Exit status: 0 done, 1 failure, 2 usage.\n";
+
+#define MAX_THREADS 64
+#define MAX_CONTENDERS 32
+#define RECORD_DEFAULT "bench/results.jsonl"
+
+enum weights_mode { W_MAPPED, W_COPIED, W_F32, W_N };
+static const char *weights_names[W_N] = { "mapped", "copied", "f32" };
+
+/* Parses a comma-separated list of integers in [min, max] into v; returns
+ * the count. */
+static int parse_int_list(const char *flag, const char *s, long min, long max, int *v,
+			  int cap)
+{
+	char buf[256];
+	if (strlen(s) >= sizeof buf)
+		die_usage("%s: list too long", flag);
+	snprintf(buf, sizeof buf, "%s", s);
+	int n = 0;
+	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+		if (n == cap)
+			die_usage("%s: more than %d values", flag, cap);
+		v[n++] = (int)flag_long(flag, tok, min, max);
+	}
+	if (n == 0)
+		die_usage("%s: empty list", flag);
+	return n;
+}
+
+static int parse_weights(const char *s, int *modes)
+{
+	char buf[256];
+	if (strlen(s) >= sizeof buf)
+		die_usage("--weights: list too long");
+	snprintf(buf, sizeof buf, "%s", s);
+	int n = 0;
+	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+		int m = 0;
+		while (m < W_N && strcmp(tok, weights_names[m]))
+			m++;
+		if (m == W_N)
+			die_usage("--weights: '%s' is not mapped, copied or f32", tok);
+		if (n < W_N)
+			modes[n++] = m;
+	}
+	if (n == 0)
+		die_usage("--weights: empty list");
+	return n;
+}
+
+/* ---- records ---- */
+
+/* v rounded to 4 significant digits: figures, not noise. */
+static double sig4(double v)
+{
+	char b[32];
+	snprintf(b, sizeof b, "%.4g", v);
+	return strtod(b, NULL);
+}
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+	cJSON_AddNumberToObject(o, k, sig4(v));
+}
+
+static void add_spread(cJSON *o, const char *k, struct spread s)
+{
+	cJSON *j = cJSON_AddObjectToObject(o, k);
+	add_num(j, "median", s.median);
+	add_num(j, "min", s.min);
+	add_num(j, "max", s.max);
+}
+
+/* The spread of f(v[i]) for a decreasing f (a time turned into a rate):
+ * the median maps to the median, min and max swap. */
+static struct spread spread_rate(struct spread t, double num)
+{
+	return (struct spread){ num / t.median, num / t.max, num / t.min };
+}
+
+static struct spread spread_scale(struct spread s, double k)
+{
+	return (struct spread){ s.median * k, s.min * k, s.max * k };
+}
+
+static cJSON *record(const char *kind, const struct bench_machine *mc, double load)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		die("out of memory");
+	cJSON_AddStringToObject(o, "bench", kind);
+	cJSON_AddStringToObject(o, "date", mc->date);
+	cJSON_AddStringToObject(o, "commit", mc->commit);
+	cJSON_AddStringToObject(o, "cpu", mc->cpu);
+	cJSON_AddStringToObject(o, "cpu_flags", mc->flags);
+	cJSON_AddNumberToObject(o, "cores", mc->cores);
+	cJSON_AddStringToObject(o, "kernels", mc->kernels);
+	add_num(o, "load1", load);
+	return o;
+}
+
+/* ---- the contenders ---- */
+
+struct contender {
+	struct bench_contender b;
+	const char *label;            /* "synthetic" or the file's name */
+	char name[128];               /* label, precision (and weights mode) */
+	struct bench_rep *reps;       /* [n_threads x reps] */
+	struct forward f;
+	struct sampler *s;
+};
+
+static const char *base_name(const char *path)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	const char *p = path + n;
+	while (p > path && p[-1] != '/')
+		p--;
+	return p;
+}
+
+static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void progress(const char *fmt, ...)
+{
+	if (!isatty(STDERR_FILENO))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("\rbench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs("\033[K", stderr);
+	va_end(ap);
+}
+
+static void note_write(void *arg, const char *path)
+{
+	(void)arg;
+	fprintf(stderr, "bench: writing %s\n", path);
+}
+
+struct opts {
+	int prompt, tokens, reps;
+	int threads[MAX_THREADS], n_threads;
+	int weights[W_N], n_weights;
+	const char *output;
+	int synthetic, membw_only, sgemm;
+	const char *config;
+	size_t membw_bytes;
+	const char *record;
+};
+
+/* Resident memory and the warm-up: each model alone, one thread. */
+static void measure_open(struct contender *c, const struct opts *o)
+{
+	struct err e;
+	double before = bench_rss_reset();
+	if (bench_open(&c->b, &e) < 0 || !(c->s = sampler_new(c->b.m.cfg.vocab_size, &e)))
+		die_err(&e);
+	struct forward f;
+	struct forward_opts fo = { .threads = 1, .ctx = o->prompt + o->tokens + 1,
+				   .level = cpu_level_env(NULL) };
+	struct bench_rep r;
+	if (forward_init(&f, &c->b.m, &fo, &e) < 0 || bench_run(&f, c->s, o->prompt,
+								 o->tokens, &r, &e) < 0)
+		die("%s: %s", c->b.path, e.msg);
+	c->b.rss_mib = bench_rss_peak() - before;
+	forward_free(&f);
+}
+
+static struct spread rep_spread(const struct contender *c, int ti, int reps,
+				   double (*get)(const struct bench_rep *))
+{
+	double v[reps];
+	for (int r = 0; r < reps; r++)
+		v[r] = get(&c->reps[ti * reps + r]);
+	return spread_of(v, reps);
+}
+
+static double get_prefill(const struct bench_rep *r) { return r->prefill_s; }
+static double get_ttft(const struct bench_rep *r) { return r->ttft_s; }
+static double get_decode(const struct bench_rep *r) { return r->decode_s; }
+static double get_sampler(const struct bench_rep *r) { return r->sampler_s; }
+
+/* ---- output ---- */
+
+static void emit_md_header(const struct bench_machine *mc, double load, const struct opts *o)
+{
+	printf("bench %s, commit %s, %s (%s), %d cores, kernels %s, load %.2f\n\n",
+	       mc->date, mc->commit, mc->cpu, mc->flags, mc->cores, mc->kernels, load);
+	if (!o->membw_only)
+		printf("prompt %d tokens, decode %d tokens, %d repetitions: median "
+		       "[min, max]\n\n", o->prompt, o->tokens, o->reps);
+}
+
+static void fmt_spread(char *b, size_t cap, struct spread s, int prec)
+{
+	snprintf(b, cap, "%.*f [%.*f, %.*f]", prec, s.median, prec, s.min, prec, s.max);
+}
+
+static cJSON *model_record(const struct contender *c, const struct contender *first,
+			  int t, const struct opts *o, const struct membw *bw,
+			  const struct bench_machine *mc, double load)
+{
+	int R = o->reps;
+	cJSON *j = record("model", mc, load);
+	cJSON_AddStringToObject(j, "model", c->b.path);
+	cJSON_AddStringToObject(j, "name", c->name);
+	cJSON_AddStringToObject(j, "precision", c->b.precision);
+	cJSON_AddStringToObject(j, "weights", c->b.weights);
+	cJSON_AddNumberToObject(j, "threads", o->threads[t]);
+	cJSON_AddNumberToObject(j, "prompt", o->prompt);
+	cJSON_AddNumberToObject(j, "tokens", o->tokens);
+	cJSON_AddNumberToObject(j, "reps", R);
+	cJSON_AddNumberToObject(j, "bytes_per_token", (double)c->b.bytes_per_token);
+	add_num(j, "open_s", c->b.open_s);
+	add_num(j, "rss_mib", c->b.rss_mib);
+	struct spread dec = rep_spread(c, t, R, get_decode);
+	add_spread(j, "prefill_tok_s",
+		   spread_rate(rep_spread(c, t, R, get_prefill), o->prompt));
+	add_spread(j, "ttft_ms", spread_scale(rep_spread(c, t, R, get_ttft), 1e3));
+	add_spread(j, "decode_ms", spread_scale(dec, 1e3));
+	add_spread(j, "decode_tok_s", spread_rate(dec, 1));
+	add_spread(j, "sampler_us", spread_scale(rep_spread(c, t, R, get_sampler), 1e6));
+	double bps = bw->gbs.max * 1e9;
+	add_num(j, "membw_gbs", bw->gbs.max);
+	add_num(j, "limit_tok_s", bps / (double)c->b.bytes_per_token);
+	add_spread(j, "fraction_of_limit", spread_rate(dec, (double)c->b.bytes_per_token / bps));
+	if (c != first) {
+		/* Matched pairs: repetition r of c against repetition r of the first. */
+		double ratio[R];
+		int dwins = 0, pwins = 0;
+		for (int r = 0; r < R; r++) {
+			const struct bench_rep *a = &first->reps[t * R + r], *b = &c->reps[t * R + r];
+			dwins += b->decode_s < a->decode_s;
+			pwins += b->prefill_s < a->prefill_s;
+			ratio[r] = a->decode_s / b->decode_s;
+		}
+		cJSON_AddStringToObject(j, "vs", first->name);
+		cJSON_AddNumberToObject(j, "decode_wins", dwins);
+		cJSON_AddNumberToObject(j, "prefill_wins", pwins);
+		add_spread(j, "decode_speedup", spread_of(ratio, R));
+	}
+	return j;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static struct spread get_spread(const cJSON *o, const char *k)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, k);
+	return (struct spread){ num(s, "median"), num(s, "min"), num(s, "max") };
+}
+
+static void report_md(cJSON **recs, int n)
+{
+	int header = 0;
+	for (int i = 0; i < n; i++) {
+		const cJSON *j = recs[i];
+		const char *kind = str(j, "bench");
+		if (!strcmp(kind, "membw")) {
+			printf("memory read bandwidth, %d thread%s: %.1f GB/s (best of %d passes "
+			       "over %.0f MiB; median %.1f)\n", (int)num(j, "threads"), num(j, "threads") > 1 ? "s" : "",
+			       get_spread(j, "gbs").max, (int)num(j, "passes"),
+			       num(j, "bytes") / (1 << 20), get_spread(j, "gbs").median);
+			continue;
+		}
+		if (!header++)
+			printf("\n| model | threads | prefill tok/s | TTFT ms | decode ms/token | "
+			       "decode tok/s | of limit | vs first (wins) | open s | RSS MiB | "
+			       "sampler us/token |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+		char pf[64], tt[64], dm[64], dt[64], fr[64], vs[64] = "";
+		fmt_spread(pf, sizeof pf, get_spread(j, "prefill_tok_s"), 1);
+		if (!strcmp(kind, "sgemm")) {
+			printf("| OpenBLAS sgemm, f32 shapes | %d | %s | | | | | | | | |\n",
+			       (int)num(j, "threads"), pf);
+			continue;
+		}
+		fmt_spread(tt, sizeof tt, get_spread(j, "ttft_ms"), 1);
+		fmt_spread(dm, sizeof dm, get_spread(j, "decode_ms"), 2);
+		fmt_spread(dt, sizeof dt, get_spread(j, "decode_tok_s"), 1);
+		struct spread f = get_spread(j, "fraction_of_limit");
+		snprintf(fr, sizeof fr, "%.0f%% [%.0f, %.0f]", 100 * f.median, 100 * f.min,
+			 100 * f.max);
+		if (cJSON_GetObjectItemCaseSensitive(j, "vs"))
+			snprintf(vs, sizeof vs, "%.2fx (%d/%d)", get_spread(j, "decode_speedup").median,
+				 (int)num(j, "decode_wins"), (int)num(j, "reps"));
+		printf("| %s | %d | %s | %s | %s | %s | %s | %s | %.2f | %.0f | %.1f |\n",
+		       str(j, "name"), (int)num(j, "threads"), pf, tt, dm, dt, fr, vs,
+		       num(j, "open_s"), num(j, "rss_mib"), get_spread(j, "sampler_us").median);
+	}
+}
+
+/* One row per model record: strings and numbers as they are, each spread
+ * as KEY_median, KEY_min, KEY_max; the columns of the first. */
+static void report_csv(cJSON **recs, int n)
+{
+	int header = 0;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(str(recs[i], "bench"), "model"))
+			continue;
+		for (int pass = header++ ? 1 : 0; pass < 2; pass++) {
+			int col = 0;
+			for (const cJSON *v = recs[i]->child; v; v = v->next) {
+				static const char *sub[3] = { "median", "min", "max" };
+				for (int s = 0; s < (cJSON_IsObject(v) ? 3 : 1); s++) {
+					fputs(col++ ? "," : "", stdout);
+					if (pass == 0)
+						printf(cJSON_IsObject(v) ? "%s_%s" : "%s", v->string,
+						       sub[s]);
+					else if (cJSON_IsObject(v))
+						printf("%.17g", num(v, sub[s]));
+					else if (cJSON_IsNumber(v))
+						printf("%.17g", v->valuedouble);
+					else
+						printf("\"%s\"", v->valuestring);
+				}
+			}
+			putchar('\n');
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {
+		.prompt = 64,       /* -p: prompt tokens */
+		.tokens = 64,       /* -n: decoded tokens per repetition */
+		.reps = 10,         /* -r: repetitions after the warm-up */
+		.output = "md",     /* -o */
+		.sgemm = 1,         /* the OpenBLAS reference */
+		.config = SYNTHETIC_CONFIG,
+		.membw_bytes = MEMBW_BYTES_DEFAULT,
+	};
+	int no_record = 0;
+	cli_init("bench", usage);
+	enum { OPT_SYNTH = 256, OPT_CONFIG, OPT_MEMBW, OPT_MEMBW_MIB, OPT_NO_SGEMM,
+	       OPT_RECORD, OPT_NO_RECORD };
+	static const struct option lopts[] = {
+		{ "prompt", required_argument, 0, 'p' },
+		{ "tokens", required_argument, 0, 'n' },
+		{ "reps", required_argument, 0, 'r' },
+		{ "threads", required_argument, 0, 't' },
+		{ "output", required_argument, 0, 'o' },
+		{ "weights", required_argument, 0, 'w' },
+		{ "synthetic", no_argument, 0, OPT_SYNTH },
+		{ "config", required_argument, 0, OPT_CONFIG },
+		{ "membw", no_argument, 0, OPT_MEMBW },
+		{ "membw-mib", required_argument, 0, OPT_MEMBW_MIB },
+		{ "no-sgemm", no_argument, 0, OPT_NO_SGEMM },
+		{ "record", required_argument, 0, OPT_RECORD },
+		{ "no-record", no_argument, 0, OPT_NO_RECORD },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, ":p:n:r:t:o:w:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': o.prompt = (int)flag_long("--prompt", optarg, 1, 4096); break;
+		case 'n': o.tokens = (int)flag_long("--tokens", optarg, 1, 4096); break;
+		case 'r': o.reps = (int)flag_long("--reps", optarg, 1, 1000); break;
+		case 't':
+			o.n_threads = parse_int_list("--threads", optarg, 1, 256, o.threads,
+						     MAX_THREADS);
+			break;
+		case 'o':
+			if (strcmp(optarg, "md") && strcmp(optarg, "jsonl") && strcmp(optarg, "csv"))
+				die_usage("--output: '%s' is not md, jsonl or csv", optarg);
+			o.output = optarg;
+			break;
+		case 'w': o.n_weights = parse_weights(optarg, o.weights); break;
+		case OPT_SYNTH: o.synthetic = 1; break;
+		case OPT_CONFIG: o.config = optarg; break;
+		case OPT_MEMBW: o.membw_only = 1; break;
+		case OPT_MEMBW_MIB:
+			o.membw_bytes = (size_t)flag_long("--membw-mib", optarg, 1, 1 << 20) << 20;
+			break;
+		case OPT_NO_SGEMM: o.sgemm = 0; break;
+		case OPT_RECORD: o.record = optarg; break;
+		case OPT_NO_RECORD: no_record = 1; break;
+		case 'h': fputs(help, stdout); printf("usage: %s\n", usage); cli_exit(0);
+		case ':': die_usage("%s: missing value", argv[optind - 1]);
+		default: die_usage("%s: unknown option", argv[optind - 1]);
+		}
+	}
+	int n_models = argc - optind;
+	if (o.membw_only && (n_models > 0 || o.synthetic))
+		die_usage("--membw: measures bandwidth only, without MODEL or --synthetic");
+	if (!o.membw_only && !o.synthetic && n_models == 0)
+		die_usage("missing MODEL (or --synthetic, --membw)");
+	if (no_record && o.record)
+		die_usage("--record and --no-record");
+	if (o.n_threads == 0) {
+		o.threads[o.n_threads++] = 1;
+		if (cpu_cores() > 1)
+			o.threads[o.n_threads++] = cpu_cores();
+	}
+	if (o.n_weights == 0)
+		o.weights[o.n_weights++] = W_COPIED;  /* model_load's default */
+	struct stat st;
+	if (!no_record && !o.record) {
+		if (stat("bench", &st) == 0 && S_ISDIR(st.st_mode))
+			o.record = RECORD_DEFAULT;
+		else
+			fprintf(stderr, "bench: not recording: no ./bench/ directory here "
+				"(--record FILE to choose one)\n");
+	}
+	FILE *rec = NULL;
+	if (o.record && !(rec = fopen(o.record, "a")))
+		die("%s: %m", o.record);
+	struct err e;
+
+	/* The contenders: the synthetic models first, then MODEL..., each
+	 * with each weights mode (f32 only for safetensors models). */
+	struct synthetic syn;
+	const char *paths[MAX_CONTENDERS];
+	const char *labels[MAX_CONTENDERS];
+	int np = 0;
+	if (o.synthetic) {
+		if (synthetic_ensure(&syn, o.config, note_write, NULL, &e) < 0)
+			die_err(&e);
+		paths[np] = syn.dir, labels[np++] = "synthetic";
+		paths[np] = syn.q8, labels[np++] = "synthetic";
+		paths[np] = syn.q4, labels[np++] = "synthetic";
+	}
+	for (int i = optind; i < argc; i++) {
+		if (np == MAX_CONTENDERS)
+			die_usage("more than %d models", MAX_CONTENDERS);
+		paths[np] = argv[i], labels[np++] = NULL;
+	}
+	struct contender *cs = calloc((size_t)np * W_N + 1, sizeof *cs);
+	if (!cs)
+		die("out of memory");
+	int nc = 0;
+	for (int i = 0; i < np; i++)
+		for (int w = 0; w < o.n_weights; w++) {
+			int container = qfile_sniff(paths[i]);
+			if (o.weights[w] == W_F32 && container) {
+				fprintf(stderr, "bench: %s: a container cannot be widened to "
+					"f32; skipped for --weights f32\n", paths[i]);
+				continue;
+			}
+			struct contender *k = &cs[nc++];
+			k->b.path = paths[i];
+			k->label = labels[i] ? labels[i] : base_name(paths[i]);
+			k->b.mo.mmap = o.weights[w] == W_MAPPED;
+			k->b.mo.f32 = o.weights[w] == W_F32;
+		}
+
+	struct bench_machine mc;
+	bench_machine(&mc);
+	double load = bench_load();
+
+	/* Open each model alone: open time, resident memory, warm-up. */
+	for (int i = 0; i < nc; i++) {
+		progress("opening %s", cs[i].b.path);
+		measure_open(&cs[i], &o);
+		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s", cs[i].label,
+			 cs[i].b.precision,
+			 o.n_weights > 1 ? " " : "", o.n_weights > 1 ? cs[i].b.weights : "");
+		cs[i].reps = calloc((size_t)(o.n_threads * o.reps), sizeof *cs[i].reps);
+		if (!cs[i].reps)
+			die("out of memory");
+	}
+
+	/* Bandwidth at every thread count, in this run. */
+	struct membw bw[MAX_THREADS];
+	for (int t = 0; t < o.n_threads; t++) {
+		progress("memory bandwidth, %d threads", o.threads[t]);
+		if (membw_measure(&bw[t], o.threads[t], o.membw_bytes, MEMBW_REPS_DEFAULT,
+				  &e) < 0)
+			die_err(&e);
+	}
+
+	/* For each thread count, the repetitions, alternating the contenders. */
+	double *sgemm = calloc((size_t)(o.n_threads * o.reps), sizeof *sgemm);
+	if (!sgemm)
+		die("out of memory");
+	for (int t = 0; t < o.n_threads && nc > 0; t++) {
+		struct forward_opts fo = { .threads = o.threads[t],
+					   .ctx = o.prompt + o.tokens + 1,
+					   .level = cpu_level_env(NULL) };
+		struct bench_rep warm;
+		for (int i = 0; i < nc; i++)
+			if (forward_init(&cs[i].f, &cs[i].b.m, &fo, &e) < 0 ||
+			    bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens, &warm, &e) < 0)
+				die("%s: %s", cs[i].b.path, e.msg);
+		for (int r = 0; r < o.reps; r++) {
+			progress("%d threads, repetition %d of %d", o.threads[t], r + 1, o.reps);
+			for (int i = 0; i < nc; i++)
+				if (bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens,
+					      &cs[i].reps[t * o.reps + r], &e) < 0)
+					die("%s: %s", cs[i].b.path, e.msg);
+		}
+		for (int i = 0; i < nc; i++)
+			forward_free(&cs[i].f);
+		if (o.sgemm) {
+			progress("OpenBLAS sgemm, %d threads", o.threads[t]);
+			if (bench_sgemm_prefill(&cs[0].b.m.cfg, o.prompt, o.threads[t], o.reps,
+						sgemm + t * o.reps, &e) < 0)
+				die_err(&e);
+		}
+	}
+	if (isatty(STDERR_FILENO))
+		fputs("\r\033[K", stderr);
+
+	/* The records, then the report. */
+	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0));
+	cJSON **recs = calloc((size_t)nrec, sizeof *recs);
+	if (!recs)
+		die("out of memory");
+	int k = 0;
+	for (int t = 0; t < o.n_threads; t++) {
+		cJSON *j = recs[k++] = record("membw", &mc, load);
+		cJSON_AddNumberToObject(j, "threads", o.threads[t]);
+		cJSON_AddNumberToObject(j, "bytes", (double)bw[t].bytes);
+		cJSON_AddNumberToObject(j, "passes", bw[t].reps);
+		add_spread(j, "gbs", bw[t].gbs);
+	}
+	for (int t = 0; t < o.n_threads; t++) {
+		for (int i = 0; i < nc; i++)
+			recs[k++] = model_record(&cs[i], &cs[0], t, &o, &bw[t], &mc, load);
+		if (o.sgemm && nc > 0) {
+			cJSON *j = recs[k++] = record("sgemm", &mc, load);
+			cJSON_AddStringToObject(j, "shapes", cs[0].b.path);
+			cJSON_AddNumberToObject(j, "threads", o.threads[t]);
+			cJSON_AddNumberToObject(j, "prompt", o.prompt);
+			add_spread(j, "prefill_tok_s",
+				   spread_rate(spread_of(sgemm + t * o.reps, o.reps), o.prompt));
+		}
+	}
+	for (int i = 0; i < k; i++) {
+		char *line = cJSON_PrintUnformatted(recs[i]);
+		if (!line)
+			die("out of memory");
+		if (rec && fprintf(rec, "%s\n", line) < 0)
+			die("%s: write error", o.record);
+		if (!strcmp(o.output, "jsonl"))
+			printf("%s\n", line);
+		free(line);
+	}
+	if (rec && (fflush(rec) != 0 || ferror(rec) || fclose(rec) != 0))
+		die("%s: write error", o.record);
+	if (!strcmp(o.output, "md")) {
+		emit_md_header(&mc, load, &o);
+		report_md(recs, k);
+	}
+	else if (!strcmp(o.output, "csv"))
+		report_csv(recs, k);
+	for (int i = 0; i < k; i++)
+		cJSON_Delete(recs[i]);
+	for (int i = 0; i < nc; i++) {
+		sampler_free(cs[i].s);
+		model_free(&cs[i].b.m);
+		free(cs[i].reps);
+	}
+	free(recs);
+	free(sgemm);
+	free(cs);
+	cli_exit(0);
+}
