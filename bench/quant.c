@@ -6,8 +6,8 @@
  * Each matrix is far larger than the caches, so every pass streams it from
  * DRAM. For each storage: the best and the median of REPS passes, in
  * milliseconds, and the effective bandwidth (bytes of weights and scales
- * read / best time) as a fraction of the read bandwidth (the best of REPS
- * passes of a sum over a buffer of the int8 matrix's size). The int8 VNNI
+ * read / best time) as a fraction of the single-thread read bandwidth
+ * (lib/membw.h, measured in the same run). The int8 VNNI
  * kernel with int8 activations is timed too when the CPU has it. One JSON
  * line on stdout; asserts nothing.
  *
@@ -17,36 +17,20 @@
 #include "config.h"
 #include "kernels.h"
 #include "quant.h"
+#include "membw.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define CONFIG "data/qwen2.5-0.5b-instruct/config.json"
 enum { REPS = 9 };
 
-static double now(void)
+/* The best and the median of REPS times. */
+static struct spread summarize(double *t)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-struct timing {
-	double best, median;
-};
-
-static struct timing summarize(double *t)
-{
-	qsort(t, REPS, sizeof *t, cmp_double);
-	return (struct timing){ t[0], t[REPS / 2] };
+	return spread_of(t, REPS);
 }
 
 static uint64_t rng = 88172645463325252ull;
@@ -59,46 +43,23 @@ static float frand(void)
 	return (float)((double)(rng >> 11) / 9007199254740992.0 * 0.1 - 0.05);
 }
 
-/* The read bandwidth: sum of a buffer of n bytes, best of REPS (GB/s). */
-static double membw(size_t n)
-{
-	uint64_t *buf = aligned_alloc(64, n);
-	memset(buf, 1, n);
-	double t[REPS];
-	volatile uint64_t sink = 0;
-	for (int r = 0; r < REPS; r++) {
-		double t0 = now();
-		uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-		for (size_t i = 0; i < n / 8; i += 4) {
-			s0 += buf[i];
-			s1 += buf[i + 1];
-			s2 += buf[i + 2];
-			s3 += buf[i + 3];
-		}
-		sink += s0 + s1 + s2 + s3;
-		t[r] = now() - t0;
-	}
-	free(buf);
-	return (double)n / summarize(t).best / 1e9;
-}
-
-static struct timing time_matmul(const struct kernels *k, const struct wmat *w,
+static struct spread time_matmul(const struct kernels *k, const struct wmat *w,
 				 const float *x, float *y)
 {
 	double t[REPS];
 	for (int r = 0; r < REPS; r++) {
-		double t0 = now();
+		double t0 = time_now();
 		kern_matmul(k, y, w->rows, w, 0, w->rows, x, w->cols, 1, 0);
-		t[r] = now() - t0;
+		t[r] = time_now() - t0;
 	}
 	return summarize(t);
 }
 
-static void report(const char *name, struct timing t, size_t bytes, double bw, int last)
+static void report(const char *name, struct spread t, size_t bytes, double bw, int last)
 {
-	double gbs = (double)bytes / t.best / 1e9;
+	double gbs = (double)bytes / t.min / 1e9;
 	printf("\"%s\":{\"bytes\":%zu,\"best_ms\":%.3f,\"median_ms\":%.3f,\"gb_s\":%.2f,"
-	       "\"of_bandwidth\":%.3f}%s", name, bytes, t.best * 1e3, t.median * 1e3, gbs,
+	       "\"of_bandwidth\":%.3f}%s", name, bytes, t.min * 1e3, t.median * 1e3, gbs,
 	       gbs / bw, last ? "" : ",");
 }
 
@@ -134,10 +95,15 @@ int main(void)
 	q4.data = d4;
 	q4.scales = s4;
 
-	double bw = membw(q8_data_bytes(rows, cols));
-	struct timing tb = time_matmul(k, &bf, x, y);
-	struct timing t8 = time_matmul(k, &q8, x, y);
-	struct timing t4 = time_matmul(k, &q4, x, y);
+	struct membw mb;
+	if (membw_measure(&mb, 1, MEMBW_BYTES_DEFAULT, MEMBW_REPS_DEFAULT, &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
+		return 1;
+	}
+	double bw = mb.gbs.max;
+	struct spread tb = time_matmul(k, &bf, x, y);
+	struct spread t8 = time_matmul(k, &q8, x, y);
+	struct spread t4 = time_matmul(k, &q4, x, y);
 	printf("{\"bench\":\"quant\",\"matrix\":[%d,%d],\"simd\":\"%s\",\"threads\":1,"
 	       "\"read_gb_s\":%.2f,", rows, cols, cpu_level_name(k->level), bw);
 	report("bf16", tb, wmat_bytes(&bf), bw, 0);
@@ -148,10 +114,10 @@ int main(void)
 		struct q8act a = { .q = malloc((size_t)np), .scales = malloc(sizeof(float) * (np / Q8A_BLOCK)) };
 		double t[REPS];
 		for (int r = 0; r < REPS; r++) {
-			double t0 = now();
+			double t0 = time_now();
 			q8a_quantize(x, cols, &a);
 			quant_matvec_q8a(1, &q8, &a, y, 0, rows);
-			t[r] = now() - t0;
+			t[r] = time_now() - t0;
 		}
 		report("int8_vnni_int8act", summarize(t), wmat_bytes(&q8), bw, 1);
 	}

@@ -1,11 +1,11 @@
 /* ppl: see ppl.h. */
 #include "ppl.h"
+#include "timing.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct run {
 	struct forward *f, *ref;
@@ -21,13 +21,6 @@ struct run {
 	double emit_seconds; /* scoring time inside f's forward_eval calls */
 	struct ppl_stats *s;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* logsumexp of z[V] through the softmax kernel (p gets the probabilities)
  * and the first argmax. */
@@ -56,7 +49,7 @@ static int ref_emit(void *arg, int pos, const float *z, struct err *e)
 static int emit(void *arg, int pos, const float *z, struct err *e)
 {
 	struct run *r = arg;
-	double t0 = now();
+	double t0 = time_now();
 	int target = r->ids[pos + 1];
 	r->s->scored++;
 	if (!r->ref) {
@@ -67,7 +60,7 @@ static int emit(void *arg, int pos, const float *z, struct err *e)
 		r->f->k->softmax(r->p, r->V);
 		if (r->p[target] >= FLT_MIN) {
 			r->nll -= log((double)r->p[target]);
-			r->emit_seconds += now() - t0;
+			r->emit_seconds += time_now() - t0;
 			return 0;
 		}
 	}
@@ -84,7 +77,7 @@ static int emit(void *arg, int pos, const float *z, struct err *e)
 		r->s->agree += a == r->arg_r[i];
 		r->s->compared++;
 	}
-	r->emit_seconds += now() - t0;
+	r->emit_seconds += time_now() - t0;
 	return 0;
 }
 
@@ -137,11 +130,11 @@ int ppl_run(struct forward *f, struct forward *ref, const int *ids, long n, int 
 			int len = chunk - 1 - r.p0 < step ? chunk - 1 - r.p0 : step;
 			if (ref && forward_eval(ref, r.ids + r.p0, len, 1, ref_emit, &r, e) < 0)
 				goto out;
-			double t0 = now();
+			double t0 = time_now();
 			r.emit_seconds = 0;
 			if (forward_eval(f, r.ids + r.p0, len, 1, emit, &r, e) < 0)
 				goto out;
-			s->seconds += now() - t0 - r.emit_seconds;
+			s->seconds += time_now() - t0 - r.emit_seconds;
 		}
 		s->chunk_nll[c] = r.nll;
 		s->nll_sum += r.nll;
