@@ -2,17 +2,34 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* How a thread waits for the next job (or for the workers to finish): it
+ * polls SPIN times, with a pause for the first SPIN_PAUSE rounds and a
+ * sched_yield after that (so a spinning thread hands its core to our other
+ * thread when the machine is oversubscribed), about 30 us in all, then
+ * sleeps on the condition variable. The steps of a forward pass follow each
+ * other within microseconds, so the next job is usually caught while
+ * polling; between tokens threads sleep and take no CPU from anyone.
+ * Measured with build/bench/pool (an empty pool_run on 2 threads) on this
+ * shared machine (load 12 to 13 on 2 cores, so only indicative): 0.4 to 27
+ * us with this polling, 4 to 16 us with SPIN 0 (the condition variable
+ * alone), up to 266 us with SPIN_PAUSE = SPIN (pause only: a spinning
+ * thread starved the other). */
+#define SPIN 1000
+#define SPIN_PAUSE 200
 
 struct pool {
 	int n;
 	pthread_t *threads;
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
-	unsigned long gen;  /* bumped for each run */
-	int pending;        /* workers still running the current job */
-	int stop;
+	atomic_ulong gen;     /* bumped (release) for each run, after fn and arg */
+	atomic_int pending;   /* workers still running the current job */
+	int stop;             /* under mu */
 	pool_fn *fn;
 	void *arg;
 };
@@ -22,6 +39,32 @@ struct start {
 	int i;
 };
 
+static inline void relax(int round)
+{
+	if (round < SPIN_PAUSE)
+		__builtin_ia32_pause();
+	else
+		sched_yield();
+}
+
+/* Waits for a job newer than seen; returns its generation, or 0 to stop. */
+static unsigned long next_job(struct pool *p, unsigned long seen)
+{
+	for (int s = 0; s < SPIN; s++) {
+		unsigned long g = atomic_load_explicit(&p->gen, memory_order_acquire);
+		if (g != seen)
+			return g;
+		relax(s);
+	}
+	pthread_mutex_lock(&p->mu);
+	unsigned long g;
+	while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen && !p->stop)
+		pthread_cond_wait(&p->work, &p->mu);
+	int stop = p->stop;
+	pthread_mutex_unlock(&p->mu);
+	return stop ? 0 : g;
+}
+
 static void *worker(void *v)
 {
 	struct start *s = v;
@@ -29,22 +72,14 @@ static void *worker(void *v)
 	int i = s->i;
 	free(s);
 	unsigned long seen = 0;
-	pthread_mutex_lock(&p->mu);
-	for (;;) {
-		while (p->gen == seen && !p->stop)
-			pthread_cond_wait(&p->work, &p->mu);
-		if (p->stop)
-			break;
-		seen = p->gen;
-		pool_fn *fn = p->fn;
-		void *arg = p->arg;
-		pthread_mutex_unlock(&p->mu);
-		fn(arg, i, p->n);
-		pthread_mutex_lock(&p->mu);
-		if (--p->pending == 0)
+	while ((seen = next_job(p, seen)) != 0) {
+		p->fn(p->arg, i, p->n);
+		if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+			pthread_mutex_lock(&p->mu);
 			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->mu);
+		}
 	}
-	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
@@ -101,13 +136,18 @@ void pool_run(struct pool *p, pool_fn *fn, void *arg)
 	pthread_mutex_lock(&p->mu);
 	p->fn = fn;
 	p->arg = arg;
-	p->pending = p->n - 1;
-	p->gen++;
+	atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
 	fn(arg, 0, p->n);
+	for (int s = 0; s < SPIN; s++) {
+		if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
+			return;
+		relax(s);
+	}
 	pthread_mutex_lock(&p->mu);
-	while (p->pending > 0)
+	while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0)
 		pthread_cond_wait(&p->done, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 }

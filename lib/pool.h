@@ -3,9 +3,10 @@
  *
  * pool_run(p, fn, arg) calls fn(arg, i, n) once for each i in [0, n), n the
  * pool's thread count, i = 0 on the calling thread, and returns when all
- * have returned. Workers sleep on a condition variable between runs (they
- * never spin: the cores may be shared, and OpenBLAS may own them during a
- * GEMM).
+ * have returned. Waiting threads poll for about 30 us (pause, then
+ * sched_yield) and then sleep on a condition variable: the steps of a pass
+ * are caught while polling, and between tokens nothing spins (the cores may
+ * be shared, and OpenBLAS may own them during a GEMM).
  *
  * Determinism is the caller's part: split work by output (pool_split), so
  * each output element is computed by one thread in an order that does not
@@ -31,8 +32,8 @@ void pool_run(struct pool *p, pool_fn *fn, void *arg);
 /* Stops and joins the workers, frees p. NULL is fine. */
 void pool_destroy(struct pool *p);
 
-/* Part i of n of [0, len), in whole multiples of align (the last part takes
- * the remainder): [*lo, *hi). */
+/* Part i of n of [0, len): whole units of align elements spread as evenly
+ * as possible (only the last unit may be short), as [*lo, *hi). */
 void pool_split(int len, int i, int n, int align, int *lo, int *hi);
 
 #endif

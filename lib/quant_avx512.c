@@ -22,14 +22,21 @@ static inline A q8_step(const int8_t *q, const float *x, A acc)
 			       _mm512_loadu_ps(x), acc);
 }
 
+/* The int4 block: the 16 bytes zero-extended to 16 dwords once; vpermps
+ * reads only the low 4 bits of each index, so the dwords index a table of
+ * the 16 codes' floats (-8 .. 7) directly for the low nibbles, and after
+ * one shift for the high ones: two shuffles and a shift per 32 weights
+ * instead of masking, subtracting and converting (measured in the README,
+ * bench: int4 kernel). float(q) is exact, so the order and the bits are
+ * those of the reference. */
 static inline A q4_step(const uint8_t *p, const float *x, A acc)
 {
-	const __m128i mask = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-	__m128i b = _mm_loadu_si128((const __m128i *)p);
-	__m128i lo = _mm_sub_epi8(_mm_and_si128(b, mask), eight);
-	__m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), mask), eight);
-	acc = _mm512_fmadd_ps(widen8(lo), _mm512_loadu_ps(x), acc);
-	return _mm512_fmadd_ps(widen8(hi), _mm512_loadu_ps(x + 16), acc);
+	const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1,
+					    0, 1, 2, 3, 4, 5, 6, 7);
+	__m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+	acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(b, codes), _mm512_loadu_ps(x), acc);
+	return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), codes),
+			       _mm512_loadu_ps(x + 16), acc);
 }
 
 static inline A ascale(A g, float s, A acc)

@@ -7,6 +7,7 @@
  * field is a few bytes of JSON handed to cJSON and checked there.
  */
 #include "tokenizer.h"
+#include "jsonutil.h"
 #include "mapfile.h"
 #include "pretok.h"
 #include "utf8.h"
@@ -78,6 +79,15 @@ static int jr_fail(struct jr *r, const char *what)
 	for (const char *q = r->start; q < r->p && q < r->end; q++)
 		line += *q == '\n';
 	return err_set(r->e, "line %ld: %s", line, what);
+}
+
+/* s[0..n) (untrusted: any bytes) quoted for a message, as json_quote. */
+static char *quote_n(char *buf, size_t cap, const unsigned char *s, size_t n)
+{
+	char raw[96];
+	snprintf(raw, sizeof raw, "%.*s", (int)(n < sizeof raw ? n : sizeof raw - 1),
+		 (const char *)s);
+	return json_quote(buf, cap, raw);
 }
 
 static void jr_ws(struct jr *r)
@@ -390,8 +400,19 @@ static int parse_vocab(struct load *L)
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (i + AHEAD < n)
 			vocab_prefetch(&L->v, pv[i + AHEAD].h);
-		if (vocab_add(&L->v, pv[i].h, pv[i].s, pv[i].len, pv[i].id))
-			rc = err_set(r->e, "model.vocab: '%.*s' appears twice", (int)pv[i].len, pv[i].s);
+		if (vocab_add(&L->v, pv[i].h, pv[i].s, pv[i].len, pv[i].id)) {
+			char q[128];
+			rc = err_set(r->e, "model.vocab: %s appears twice",
+				     quote_n(q, sizeof q, pv[i].s, pv[i].len));
+		}
+	}
+	/* the tables by id: a stray huge id must not make them gigabytes */
+	if (rc == 0 && (size_t)t->n_ids > 2 * (n + t->n_added))
+		rc = err_set(r->e, "ids run to %d, but there are only %zu tokens "
+			     "(at most half the ids may be unused)", t->n_ids - 1, n + t->n_added);
+	if (rc < 0) {
+		free(pv);
+		return rc;
 	}
 	L->text = calloc((size_t)t->n_ids, sizeof *L->text);
 	L->tlen = calloc((size_t)t->n_ids, sizeof *L->tlen);
@@ -488,9 +509,10 @@ static int parse_merges(struct load *L)
 		if (!text_is(L, iab, p->a, p->na, p->b, p->nb))
 			iab = vocab_find(&L->v, fnv(p->ha, p->b, p->nb), p->a, p->na, p->b, p->nb);
 		if (ia < 0 || ib < 0 || iab < 0) {
-			rc = err_set(r->e, "model.merges[%zu]: '%.*s' is not in the vocabulary", i,
-				     ia < 0 ? (int)p->na : ib < 0 ? (int)p->nb : (int)(p->na + p->nb),
-				     ia < 0 ? p->a : ib < 0 ? p->b : p->a);
+			char q[128];
+			rc = err_set(r->e, "model.merges[%zu]: %s is not in the vocabulary", i,
+				     quote_n(q, sizeof q, ia < 0 ? p->a : ib < 0 ? p->b : p->a,
+					     ia < 0 ? p->na : ib < 0 ? p->nb : p->na + p->nb));
 			goto out;
 		}
 		m[i] = (struct bpe_merge){ ia, ib, iab };
@@ -516,10 +538,8 @@ static int check_scalar(cJSON *v, const char *name, const char *want_str, int wa
 		return 0;
 	if (cJSON_IsString(v) && want_str && strcmp(v->valuestring, want_str) == 0)
 		return 0;
-	char *text = cJSON_PrintUnformatted(v);
-	err_set(e, "%s: %s is not supported", name, text ? text : "this value");
-	free(text);
-	return -1;
+	char text[160];
+	return err_set(e, "%s: %s is not supported", name, json_print_scalar(text, sizeof text, v));
 }
 
 /* Parses the JSON value at r->p with cJSON (moving past it). */
@@ -564,7 +584,9 @@ static int model_field(struct load *L, const char *key)
 		cJSON_Delete(v);
 		return rc;
 	}
-	return err_set(L->r.e, "%s is not supported", name);
+	char q[128];
+	return err_set(L->r.e, "model: %s: this field is not supported",
+		       json_quote(q, sizeof q, key));
 }
 
 static int parse_model(struct load *L)
@@ -615,8 +637,9 @@ static int is_type(const cJSON *c, const char *type)
 static int unsupported(struct err *e, const char *what, const cJSON *c)
 {
 	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(c, "type");
+	char q[128];
 	return err_set(e, "%s: type %s is not supported", what,
-		       cJSON_IsString(ty) ? ty->valuestring : "(none)");
+		       cJSON_IsString(ty) ? json_quote(q, sizeof q, ty->valuestring) : "(none)");
 }
 
 /* A ByteLevel component: no prefix space; use_regex must be false inside a
@@ -694,8 +717,9 @@ static int load_added(struct load *L)
 			return err_set(e, "added_tokens[%zu]: needs a content and a whole id", i);
 		static const char *const off[] = { "single_word", "lstrip", "rstrip", "normalized" };
 		for (size_t k = 0; k < 4; k++) {
-			char name[128];
-			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i, c->valuestring, off[k]);
+			char name[160], q[128];
+			snprintf(name, sizeof name, "added_tokens[%zu] %s: %s", i,
+				 json_quote(q, sizeof q, c->valuestring), off[k]);
 			if (check_scalar(cJSON_GetObjectItemCaseSensitive(it, off[k]), name, NULL, 0, e) < 0)
 				return -1;
 		}
@@ -711,6 +735,35 @@ static int load_added(struct load *L)
 			t->n_ids = ad->id + 1;
 	}
 	t->n_added = n;
+	return 0;
+}
+
+/* HuggingFace does not take an added token's id from the file: it gives
+ * the token its vocabulary id if the model has it, else the next id after
+ * the vocabulary (its number of entries) and the added tokens before it
+ * (and warns when that differs from the file). A file where the two
+ * disagree would encode differently here and there, so it is refused. */
+static int check_added_ids(struct load *L)
+{
+	const struct tokenizer *t = L->t;
+	int64_t max = -1; /* the largest id given so far */
+	for (size_t i = 0; i < t->n_added; i++) {
+		const struct added *a = &t->added[i];
+		int64_t want = vocab_find(&L->v, fnv(FNV0, a->text, a->len), a->text, a->len, NULL, 0);
+		for (size_t k = 0; want < 0 && k < i; k++)
+			if (t->added[k].len == a->len && same(t->added[k].text, a->text, a->len))
+				want = t->added[k].id;
+		if (want < 0)
+			want = max >= (int64_t)L->n_vocab ? max + 1 : (int64_t)L->n_vocab;
+		if (want > max)
+			max = want;
+		if (want != a->id) {
+			char q[128];
+			return err_set(L->r.e, "added_tokens[%zu] %s: id %d, but HuggingFace would "
+				       "give it %lld", i, quote_n(q, sizeof q, a->text, a->len), a->id,
+				       (long long)want);
+		}
+	}
 	return 0;
 }
 
@@ -762,6 +815,15 @@ static int build_decoder(struct load *L)
 			t->flags[id] = F_EXISTS;
 	for (size_t i = 0; i < t->n_added; i++) {
 		const struct added *a = &t->added[i];
+		/* an id may be both a vocabulary token and an added one only
+		 * when the two are the same text */
+		if (t->flags[a->id] && (tlen[a->id] != a->len ||
+					memcmp(text[a->id], a->text, a->len) != 0)) {
+			char qa[128], qb[128];
+			return err_set(L->r.e, "added_tokens[%zu] %s: id %d is already %s", i,
+				       quote_n(qa, sizeof qa, a->text, a->len), a->id,
+				       quote_n(qb, sizeof qb, text[a->id], tlen[a->id]));
+		}
 		t->flags[a->id] = (unsigned char)(F_EXISTS | (a->special ? F_SPECIAL : 0));
 		text[a->id] = a->text;
 		tlen[a->id] = (uint32_t)a->len;
@@ -837,7 +899,9 @@ static int parse_top(struct load *L)
 				return -1;
 			continue;
 		} else {
-			return err_set(r->e, "%s: this field is not supported", key);
+			char q[128];
+			return err_set(r->e, "%s: this field is not supported",
+				       quote_n(q, sizeof q, k, kn));
 		}
 		cJSON_Delete(*slot);
 		if (!(*slot = cjson_value(r, key)))
@@ -881,33 +945,27 @@ static char *tokenizer_file(const char *path)
 	return p;
 }
 
-struct tokenizer *tok_load(const char *path, struct err *e)
+struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
+			    struct err *e)
 {
 	struct tokenizer *t = calloc(1, sizeof *t);
 	struct load L = { .t = t };
-	struct mapfile m = { 0 };
 	unsigned char *strings = NULL;
 	int rc = -1;
-	if (!t || !(t->path = tokenizer_file(path))) {
-		err_set(e, "out of memory");
-		goto out;
-	}
-	if (mapfile_open(&m, t->path, e) < 0)
-		goto out;
-	strings = malloc(m.size + 1);
-	if (!strings) {
+	if (!t || !(t->path = strdup(name)) || !(strings = malloc(size + 1))) {
 		err_set(e, "out of memory");
 		goto out;
 	}
 	alphabet(L.byte_cp, L.cp_byte);
-	L.r = (struct jr){ .start = (const char *)m.data, .p = (const char *)m.data,
-			   .end = (const char *)m.data + m.size, .e = e, .out = strings };
-	if (!m.data) {
+	L.r = (struct jr){ .start = (const char *)data, .p = (const char *)data,
+			   .end = (const char *)data + size, .e = e, .out = strings };
+	if (!size) {
 		err_set(e, "empty file");
 		goto prefix;
 	}
 	if (parse_top(&L) < 0 || check_components(&L) < 0 || load_added(&L) < 0 ||
-	    parse_vocab(&L) < 0 || parse_merges(&L) < 0 || set_byte_tokens(&L) < 0 ||
+	    parse_vocab(&L) < 0 || check_added_ids(&L) < 0 || parse_merges(&L) < 0 ||
+	    set_byte_tokens(&L) < 0 ||
 	    build_decoder(&L) < 0)
 		goto prefix;
 	qsort(t->added, t->n_added, sizeof *t->added, by_length_desc);
@@ -925,11 +983,27 @@ out:
 	cJSON_Delete(L.pretok);
 	cJSON_Delete(L.post);
 	cJSON_Delete(L.decoder);
-	mapfile_close(&m);
 	if (rc < 0) {
 		tok_free(t);
 		return NULL;
 	}
+	return t;
+}
+
+struct tokenizer *tok_load(const char *path, struct err *e)
+{
+	char *file = tokenizer_file(path);
+	if (!file) {
+		err_set(e, "out of memory");
+		return NULL;
+	}
+	struct mapfile m;
+	struct tokenizer *t = NULL;
+	if (mapfile_open(&m, file, e) == 0) {
+		t = tok_parse(m.data, m.size, file, e);
+		mapfile_close(&m);
+	}
+	free(file);
 	return t;
 }
 

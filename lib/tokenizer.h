@@ -3,9 +3,12 @@
  * HuggingFace tokenizers 0.23 runs it.
  *
  * Supported, and checked at load: model BPE (no dropout, no unk_token, no
- * byte fallback, no word prefix/suffix, ignore_merges false), merges as
- * "a b" strings or ["a", "b"] pairs; added tokens without lstrip, rstrip,
- * single_word or normalized; normalizer NFC or none; pre-tokenizer
+ * byte fallback, no word prefix/suffix, ignore_merges false; ids may
+ * leave gaps, at most half of them unused), merges as "a b" strings or
+ * ["a", "b"] pairs; added tokens without lstrip, rstrip, single_word or normalized,
+ * with the ids HuggingFace gives them (it ignores the file's: a token the
+ * vocabulary has keeps that id, the others follow the vocabulary in order);
+ * normalizer NFC or none; pre-tokenizer
  * Sequence[Split(the pattern in pretok.h, Isolated), ByteLevel(no prefix
  * space, no regex)]; post-processor ByteLevel or none; decoder ByteLevel;
  * no truncation, no padding. Anything else is refused with a message that
@@ -39,6 +42,12 @@ struct tokenizer;
  * the tokenizer (free with tok_free) or NULL with e filled
  * ("path: model.byte_fallback: true is not supported"). */
 struct tokenizer *tok_load(const char *path, struct err *e);
+/* The same from a tokenizer.json held in data[0..size) (a container's
+ * embedded copy; the fuzzer's entry point); name is used in messages and
+ * as tok_path. Nothing points into data afterwards. */
+struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
+			    struct err *e);
+
 void tok_free(struct tokenizer *t);
 
 /* The tokenizer.json that was loaded (a path the caller gave, or

@@ -36,9 +36,13 @@ no_fifo_dir() {
 }
 
 @test "stdout a regular file means --score" {
-	echo 5 | forward "$SHAPES" > "$BATS_TEST_TMPDIR/out"
+	echo 5 6 | forward "$SHAPES" > "$BATS_TEST_TMPDIR/out"
+	run forward --dump < "$BATS_TEST_TMPDIR/out"
+	assert_line --index 1 --partial "pos=1 token=6 "
+	echo 5 6 | forward "$SHAPES" --all > "$BATS_TEST_TMPDIR/out"
 	run forward --dump < "$BATS_TEST_TMPDIR/out"
 	assert_line --index 1 --partial "pos=0 token=5 "
+	assert_line --index 2 --partial "pos=1 token=6 "
 	no_fifo_dir
 }
 
@@ -176,8 +180,8 @@ no_fifo_dir() {
 	assert_line --index 0 "forward: no model given"
 	run -2 forward "$SHAPES" --threads 0
 	assert_line --index 0 "forward: --threads: 0 is out of range [1, 256]"
-	run -2 forward "$SHAPES" --all
-	assert_line --index 0 "forward: --all needs --score"
+	run -2 bash -c "set -o pipefail; forward '$SHAPES' --all | cat"
+	assert_line --index 0 "forward: --all needs --score (or stdout a file)"
 	run -2 forward --bogus
 	assert_line --index 0 "forward: unknown option '--bogus'"
 }
@@ -192,5 +196,12 @@ no_fifo_dir() {
 	run bash -c "forward '$SHAPES' < '$BATS_TEST_TMPDIR/ids' | sample --greedy -n 48 --ignore-eos | paste -sd,"
 	assert_success
 	assert_output "$(jq -r '.greedy_48 | join(",")' "$GOLDEN/qwen-shapes/rand7.json")"
+	no_fifo_dir
+}
+
+@test "generation ends cleanly when the context is full" {
+	run bash -c "set -o pipefail; echo 1 2 3 | forward '$SHAPES' --ctx 4 | sample --greedy -n 10 --ignore-eos | wc -l"
+	assert_success
+	assert_output 2  # drawn at positions 2 and 3
 	no_fifo_dir
 }

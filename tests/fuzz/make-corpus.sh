@@ -34,8 +34,8 @@ cp tests/fixtures/qwen-shapes/config.json "$corpus/config/shapes-config.json"
 # ---- safetensors: the malformed set and a tiny Qwen2 model ----
 mkdir -p "$corpus/safetensors"
 tests/fixtures/make-malformed.sh "$tmp/mal" >/dev/null
-for f in "$tmp"/mal/*.safetensors; do
-	cp "$f" "$corpus/safetensors/$(basename "$f")"
+for f in "$tmp"/mal/*.safetensors; do  # (not the 4 GiB sparse one)
+	[ "$(stat -c %s "$f")" -gt 65536 ] || cp "$f" "$corpus/safetensors/$(basename "$f")"
 done
 
 # A tied one-layer model: vocab 8, hidden 32, 2 heads of 16, 1 KV head,
@@ -121,5 +121,47 @@ header 8 0 '' >"$corpus/stream/header-only"
 	>"$corpus/stream/generation"
 head -c $((4240 + 20)) "$corpus/stream/score-last" >"$corpus/stream/cut-frame"
 head -c 100 "$corpus/stream/header-only" >"$corpus/stream/cut-header"
+
+# ---- tokenizer: small tokenizers cut from the bundled one ----
+# The 256 byte tokens, the first N merges and the tokens they make, and the
+# added tokens renumbered after them; merges as strings and as pairs.
+mkdir -p "$corpus/tokenizer"
+qwen=data/qwen2.5-0.5b-instruct/tokenizer.json
+small() {  # small N: the tokenizer with N merges
+	jq -c --argjson n "$1" '.model.vocab |= with_entries(select(.value < 256 + $n))
+		| .model.merges |= .[:$n]
+		| .added_tokens |= [to_entries[] | .value.id = 256 + $n + .key | .value]' "$qwen"
+}
+small 200 >"$corpus/tokenizer/merges-200.json"
+small 16 >"$corpus/tokenizer/merges-16.json"
+small 16 | jq -c '.model.merges |= map(split(" "))' >"$corpus/tokenizer/merges-pairs.json"
+small 0 | jq -c '.normalizer = null | .post_processor = null' >"$corpus/tokenizer/no-merges.json"
+
+# ---- tok_encode: text ----
+mkdir -p "$corpus/tok_encode"
+printf 'Hello, world! It'"'"'s 2024.\n' >"$corpus/tok_encode/ascii"
+printf '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' >"$corpus/tok_encode/chatml"
+printf 'caf\xc3\xa9 na\xc3\xafve \xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x98\x80 \xd0\x9f\xd1\x80\xd0\xb8' \
+	>"$corpus/tok_encode/unicode"
+printf 'e\xcc\x81 \xea\xb0\x80\xe1\x86\xa8 A\xcc\x8a' >"$corpus/tok_encode/not-nfc"
+printf 'ok\xff\xfe \xc3 \xed\xa0\x80 \xc0\xaf \xf4\x90\x80\x80 end' >"$corpus/tok_encode/invalid"
+printf '    x = [1, 2,   3]\r\n\tif (a && b) { return 42; }\n\n\n' >"$corpus/tok_encode/code"
+head -c 2000 data/shakespeare-tiny/heldout.txt >"$corpus/tok_encode/prose"
+
+# ---- tok_decode: id lists, little-endian 32-bit ----
+mkdir -p "$corpus/tok_decode"
+ids() { for id in "$@"; do le 4 "$id"; done; }
+# "<|im_start|>system\nYou are Qwen..." from tests/golden/chat-template.jsonl
+ids 151644 8948 198 2610 525 1207 16948 11 3465 553 54364 14817 13 \
+	151645 198 151644 872 198 9707 151645 >"$corpus/tok_decode/chat"
+ids 0 1 255 256 151642 151643 151664 151665 -1 2147483647 >"$corpus/tok_decode/edges"
+# the bytes of one 4-byte character, one token each (F0 9F 98 80)
+ids 172 253 246 222 >"$corpus/tok_decode/split-char"
+
+# ---- chat: message lists ----
+mkdir -p "$corpus/chat"
+jq -c '.messages' tests/golden/chat-template.jsonl | awk '{ print > ("'"$corpus"'/chat/golden-" NR ".json") }'
+printf '[{"role": "tool", "content": "42"}, {"role": "tool", "content": "x"}]' >"$corpus/chat/tools.json"
+printf '[{"role": "user", "content": "a", "tool_calls": [{"f": 1}]}]' >"$corpus/chat/tool-calls.json"
 
 echo "make-corpus: $(find "$corpus" -type f | wc -l) seeds, $(du -sh "$corpus" | cut -f1)" >&2

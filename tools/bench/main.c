@@ -519,8 +519,7 @@ int main(int argc, char **argv)
 	int nc = 0;
 	for (int i = 0; i < np; i++)
 		for (int w = 0; w < o.n_weights; w++) {
-			int container = qfile_sniff(paths[i]);
-			if (o.weights[w] == W_F32 && container) {
+			if (o.weights[w] == W_F32 && qfile_sniff(paths[i])) {
 				fprintf(stderr, "bench: %s: a container cannot be widened to "
 					"f32; skipped for --weights f32\n", paths[i]);
 				continue;
@@ -541,8 +540,8 @@ int main(int argc, char **argv)
 		progress("opening %s", cs[i].b.path);
 		measure_open(&cs[i], &o);
 		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s", cs[i].label,
-			 cs[i].b.precision,
-			 o.n_weights > 1 ? " " : "", o.n_weights > 1 ? cs[i].b.weights : "");
+			 cs[i].b.precision, o.n_weights > 1 ? " " : "",
+			 o.n_weights > 1 ? cs[i].b.weights : "");
 		cs[i].reps = calloc((size_t)(o.n_threads * o.reps), sizeof *cs[i].reps);
 		if (!cs[i].reps)
 			die("out of memory");

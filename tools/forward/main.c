@@ -330,8 +330,7 @@ static void generate(struct forward *f, int *ids, int n, int no_cache)
 			die("%s: id %d is outside the vocabulary (0..%d)", fb.path, id,
 			    f->m->cfg.vocab_size - 1);
 		if (f->n_past >= f->ctx) {
-			if (verbose)
-				fprintf(stderr, "forward: context full (%d positions)\n", f->ctx);
+			warn("context full (%d positions, --ctx); stopping", f->ctx);
 			break;
 		}
 		if (no_cache) {
@@ -466,11 +465,11 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		die_usage(optind == argc ? "no model given" : "one model only");
-	if (all && !score)
-		die_usage("--all needs --score");
 	cli_refuse_binary_tty();
 	if (stdout_is_file())
 		score = 1;
+	if (all && !score)
+		die_usage("--all needs --score (or stdout a file)");
 	int bad_env;
 	fo.level = cpu_level_env(&bad_env);
 	if (bad_env)
