@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bf16.h"
 #include "quant.h"
 #include "rng.h"
 
@@ -174,6 +175,51 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
 	return 0;
 }
 
+/* ---- the kernels' ceiling ---- */
+
+int bench_kernel_gbs(const struct kernels *k, enum wtype type, int rows, int cols,
+		     int reps, struct spread *gbs, struct err *e)
+{
+	size_t n = (size_t)rows * cols;
+	float *wf = malloc(n * sizeof *wf), *x = malloc((size_t)cols * sizeof *x);
+	float *y = malloc((size_t)rows * sizeof *y), *scales = malloc(n / 8 + 64);
+	void *data = malloc(n * 4);
+	double *t = malloc((size_t)reps * sizeof *t);
+	int rc = -1;
+	if (!wf || !x || !y || !scales || !data || !t) {
+		err_set(e, "out of memory for a %dx%d kernel test", rows, cols);
+		goto done;
+	}
+	struct rng r;
+	rng_seed(&r, 7);
+	for (size_t i = 0; i < n; i++)
+		wf[i] = (float)(rng_uniform(&r) - 0.5) * 0.06f;
+	for (int i = 0; i < cols; i++)
+		x[i] = (float)(rng_uniform(&r) - 0.5);
+	struct wmat src = { .type = WT_F32, .rows = rows, .cols = cols, .data = wf };
+	struct wmat w = { .type = type, .rows = rows, .cols = cols, .data = data,
+			  .scales = scales, .group_size = type == WT_Q4 ? Q4_DEFAULT_GROUP : 0 };
+	if (type == WT_F32)
+		memcpy(data, wf, n * sizeof *wf);
+	else if (type == WT_BF16)
+		for (size_t i = 0; i < n; i++)
+			((uint16_t *)data)[i] = f32_to_bf16(wf[i]);
+	else
+		quant_matrix(&src, type, w.group_size, 0, data, scales);
+	double bytes = (double)wmat_bytes(&w);
+	for (int i = -1; i < reps; i++) {
+		double t0 = time_now();
+		kern_matmul(k, y, rows, &w, 0, rows, x, cols, 1, 0);
+		if (i >= 0)
+			t[i] = bytes / (time_now() - t0) / 1e9;
+	}
+	*gbs = spread_of(t, reps);
+	rc = 0;
+done:
+	free(wf), free(x), free(y), free(scales), free(data), free(t);
+	return rc;
+}
+
 /* ---- the machine ---- */
 
 static void first_line(const char *cmd, char *out, size_t cap)
@@ -225,7 +271,7 @@ void bench_machine(struct bench_machine *m)
 		fclose(f);
 	char head[24], dirty[8];
 	first_line("git rev-parse --short=12 HEAD 2>/dev/null", head, sizeof head);
-	first_line("git status --porcelain --untracked-files=no 2>/dev/null | head -c 1",
+	first_line("git status --porcelain --untracked-files=no -- . ':!bench/results.jsonl' 2>/dev/null | head -c 1",
 		   dirty, sizeof dirty);
 	snprintf(m->commit, sizeof m->commit, "%s%s", head[0] ? head : "unknown",
 		 head[0] && dirty[0] ? "+dirty" : "");

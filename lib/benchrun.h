@@ -80,6 +80,17 @@ double bench_rss_peak(void);
 int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, int reps,
 			double *t, struct err *e);
 
+/* The kernel's own ceiling: weight bytes per second (1e9) that one thread's
+ * single-token product (kern_matmul, T = 1) consumes from a rows x cols
+ * matrix of this type small enough to stay in cache, best of reps (after
+ * a warm-up). Decode cannot read weights from memory faster than its
+ * kernel consumes them, so threads x this figure over the measured
+ * bandwidth bounds the fraction of the limit decode can reach. The matrix
+ * is random, quantized like quantize does (int4: group 32). Returns 0, or
+ * -1 with e set (memory). */
+int bench_kernel_gbs(const struct kernels *k, enum wtype type, int rows, int cols,
+		     int reps, struct spread *gbs, struct err *e);
+
 struct bench_machine {
 	char cpu[128];       /* /proc/cpuinfo "model name" */
 	char flags[256];     /* the SIMD flags present, space-separated */

@@ -549,13 +549,20 @@ int sampler_kept_top(const struct sampler *s, int k, struct sampler_cand *out)
 	return n;
 }
 
-double sampler_logsumexp(const struct sampler *s, const float *logits)
+double sampler_logsumexp(struct sampler *s, const float *logits)
 {
 	int n = s->n_vocab, nan;
-	double m = max_of(logits, n, &nan), sum = 0;
-	if (!isfinite(m))
-		return m;
-	for (int i = 0; i < n; i++)
-		sum += exp((double)logits[i] - m);
-	return m + log(sum);
+	float m = max_of(logits, n, &nan);
+	if (nan || !isfinite(m))
+		return nan ? NAN : m;
+	/* One SIMD softmax: p[i] = e[i] / z, z its float32 sum of the
+	 * e[i] = exp(x[i] - m). The largest logit's p is exp(0) / z = 1 / z,
+	 * and the p, added in double, are sum(e) / z: together the sum, free
+	 * of the float32 sum's rounding. */
+	int i = 0;
+	while (logits[i] != m)
+		i++;
+	memcpy(s->prob, logits, (size_t)n * sizeof *s->prob);
+	s->k->softmax(s->prob, n);
+	return (double)m - log((double)s->prob[i]) + log(sum_double(s->prob, n));
 }

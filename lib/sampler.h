@@ -125,8 +125,9 @@ void sampler_top(struct sampler *s, const float *logits, int k,
  * (ties: lower id first), sorted descending, into out; returns how many. */
 int sampler_kept_top(const struct sampler *s, int k, struct sampler_cand *out);
 
-/* log(sum(exp(logits))) in double, for log-probabilities of the model's
- * own distribution. */
-double sampler_logsumexp(const struct sampler *s, const float *logits);
+/* log(sum(exp(logits))), for log-probabilities of the model's own
+ * distribution (to about 1e-7; NaN when a logit is). Uses the sampler's
+ * scratch, not s->cand. */
+double sampler_logsumexp(struct sampler *s, const float *logits);
 
 #endif

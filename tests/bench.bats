@@ -17,15 +17,16 @@ quick() {
 	bench -r 1 -n 2 -p 4 -t 1 --membw-mib 16 --record "$REC" "$@"
 }
 
-@test "a run on shakespeare-tiny emits membw, model and sgemm records with every key" {
+@test "a run on shakespeare-tiny emits membw, kernel, model and sgemm records with every key" {
 	run -0 quick -o jsonl "$TINY"
-	assert_equal "${#lines[@]}" 3
+	assert_equal "${#lines[@]}" 4
 	run -0 jq -s -c 'map(.bench)' <<<"$output"
-	assert_output '["membw","model","sgemm"]'
+	assert_output '["membw","kernel","model","sgemm"]'
 	run -0 jq -r 'select(.bench == "model") | . as $o | [
 		(["date","commit","cpu","cpu_flags","cores","kernels","load1","model",
 		  "name","precision","weights","threads","prompt","tokens","reps",
-		  "bytes_per_token","open_s","rss_mib","membw_gbs","limit_tok_s"]
+		  "bytes_per_token","open_s","rss_mib","membw_gbs","limit_tok_s",
+		  "kernel_gbs","fraction_kernel_bound"]
 		 | map(. as $k | $o | has($k)) | all),
 		(["prefill_tok_s","ttft_ms","decode_ms","decode_tok_s","sampler_us",
 		  "fraction_of_limit"] | map(. as $k | $o[$k] | has("median") and
@@ -43,7 +44,7 @@ quick() {
 	quick "$TINY" >/dev/null
 	quick "$TINY" >/dev/null
 	run -0 jq -s -c 'map(.bench)' "$REC"
-	assert_output '["membw","model","sgemm","membw","model","sgemm"]'
+	assert_output '["membw","kernel","model","sgemm","membw","kernel","model","sgemm"]'
 }
 
 @test "bytes per token are the bytes of every matrix (tied: the embedding is the LM head)" {
@@ -125,9 +126,10 @@ quick() {
 @test "-o md prints the bandwidth and a table" {
 	run -0 quick "$TINY"
 	assert_output --partial "memory read bandwidth, 1 thread:"
+	assert_output --partial "bf16 matmul kernel, one thread, 64x64 in cache:"
 	assert_output --partial "| model | threads | prefill tok/s |"
 	assert_output --partial "| shakespeare-tiny bf16 | 1 |"
-	assert_output --partial "| OpenBLAS sgemm, f32 shapes | 1 |"
+	assert_output --regexp "\| OpenBLAS sgemm \([A-Za-z0-9]+\), f32 shapes \| 1 \|"
 }
 
 @test "without ./bench/ and --record it says it records nothing" {
@@ -192,4 +194,14 @@ quick() {
 	assert_output "plot-bench: /dev/null: no model records"
 	run -2 "$ROOT/scripts/plot-bench" --frob
 	assert_line --index 0 "plot-bench: --frob: unknown argument"
+}
+
+@test "one kernel ceiling per precision present, on the first model's hidden x hidden" {
+	run -0 bench -r 1 -n 2 -p 4 -t 1 --membw-mib 16 --no-sgemm --record "$REC" \
+		--synthetic --config "$SHAPES/config.json"
+	run -0 jq -r 'select(.bench == "kernel") | [.precision, .rows, .cols, (.gbs.max > 0)] | @tsv' "$REC"
+	assert_output "$(printf 'bf16\t256\t256\ttrue\nint8\t256\t256\ttrue\nint4\t256\t256\ttrue')"
+	run -0 jq -r 'select(.bench == "model") | (.fraction_kernel_bound > 0 and
+		.fraction_kernel_bound <= 1 and .kernel_gbs > 0)' "$REC"
+	assert_output "$(printf 'true\ntrue\ntrue')"
 }

@@ -47,6 +47,15 @@ greedy_of() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json"; }
 	tmpdir_empty
 }
 
+@test "without --seed, the seed -v prints repeats the run" {
+	ids_of citizen > "$BATS_TEST_TMPDIR/ids"
+	forward "$TINY" < "$BATS_TEST_TMPDIR/ids" | sample -v -n 30 --ignore-eos > "$BATS_TEST_TMPDIR/a" 2> "$BATS_TEST_TMPDIR/err"
+	seed=$(sed -n 's/^sample: seed \([0-9]*\),.*/\1/p' "$BATS_TEST_TMPDIR/err")
+	[ -n "$seed" ]
+	run -0 bash -c "forward '$TINY' < '$BATS_TEST_TMPDIR/ids' | sample --seed $seed -n 30 --ignore-eos"
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/a")" ]
+}
+
 @test "greedy: the prompt plus the first tokens generated, fed as one prompt, continues the same way" {
 	ids_of tobe > "$BATS_TEST_TMPDIR/ids"
 	greedy_of tobe | head -n 8 | tr '\n' ' ' >> "$BATS_TEST_TMPDIR/ids"
@@ -177,4 +186,20 @@ waits_for() {
 	run -0 sample --greedy < "$BATS_TEST_TMPDIR/scores"
 	assert_output "$(greedy_of romeo | head -n 1)"
 	tmpdir_empty
+}
+
+@test "a truncated or corrupt frame is a one-line error naming the position" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	forward "$TINY" --score < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/s"
+	head -c 5000 "$BATS_TEST_TMPDIR/s" > "$BATS_TEST_TMPDIR/cut"
+	run -1 sample --greedy < "$BATS_TEST_TMPDIR/cut"
+	assert_output "sample: <stdin>: truncated frame at position 2"
+	# A fed id outside the vocabulary (the first of the frame's ids).
+	{ head -c 4252 "$BATS_TEST_TMPDIR/s"; printf '\377\377\377\177'; tail -c +4257 "$BATS_TEST_TMPDIR/s"; } > "$BATS_TEST_TMPDIR/bad"
+	run -1 sample --greedy < "$BATS_TEST_TMPDIR/bad"
+	assert_output "sample: <stdin>: corrupt frame at position 2: id 2147483647 outside the vocabulary"
+	# A NaN logit (token 0: after the header, the frame's 12 bytes and 3 ids).
+	{ head -c 4264 "$BATS_TEST_TMPDIR/s"; printf '\000\000\300\177'; tail -c +4269 "$BATS_TEST_TMPDIR/s"; } > "$BATS_TEST_TMPDIR/nan"
+	run -1 sample < "$BATS_TEST_TMPDIR/nan"
+	assert_output "sample: <stdin>: frame at position 2: logit 0 is nan"
 }

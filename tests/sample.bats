@@ -52,3 +52,8 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 	run -1 sample < <(printf 'QWLOGITS\001\000\000\000'; head -c 100 /dev/zero)
 	assert_output "sample: <stdin>: truncated logits stream header"
 }
+
+@test "a terminal on stdin is refused instead of waiting for binary" {
+	run -2 script -qec "'$BIN/sample'" /dev/null
+	assert_line --index 0 --partial "sample: <stdin> is a terminal: expected a logits stream (forward MODEL | sample)"
+}

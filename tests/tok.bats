@@ -69,6 +69,11 @@ setup() {
 	[ "$stderr" = "tok: <stdin>: line 2: 'abc' is not a token id" ]
 	run --separate-stderr -1 bash -c 'printf "\n\n-1\n" | tok decode'
 	[ "$stderr" = "tok: <stdin>: line 3: '-1' is not a token id" ]
+	# shown escaped and cut, so the message stays one printable line
+	run --separate-stderr -1 bash -c 'printf "1\n9\x1b[31m\x00x 2" | tok decode'
+	[ "$stderr" = "tok: <stdin>: line 2: '9\x1B[31m\x00x' is not a token id" ]
+	run --separate-stderr -1 bash -c 'printf "%040d" 7 | tok decode'
+	[ "$stderr" = "tok: <stdin>: line 1: '000000000000000000000000...' is not a token id" ]
 }
 
 @test "decode: an id outside the vocabulary is an error naming it and its line" {
@@ -173,6 +178,8 @@ refuses() {
 	[ "${stderr%%$'\n'*}" = "tok: unknown command 'frobnicate' (encode, decode or chat)" ]
 	run --separate-stderr -2 tok decode --pieces
 	[ "${stderr%%$'\n'*}" = "tok: --pieces: unknown option for tok decode" ]
+	run --separate-stderr -2 tok chat --no-special
+	[ "${stderr%%$'\n'*}" = "tok: --no-special: unknown option for tok chat" ]
 	run --separate-stderr -2 tok encode --count --json
 	[ "${stderr%%$'\n'*}" = "tok: --json: only one of --pieces, --count, --json, --text" ]
 	run --separate-stderr -2 tok encode --tokenizer

@@ -288,11 +288,40 @@ static void test_greedy_and_errors(void)
 	sampler_free(s);
 }
 
+/* log-sum-exp against transformers' (float64) for the real logits of
+ * shakespeare-tiny on "ROMEO:", and a closed form. */
+static void test_logsumexp(void)
+{
+	const char *path = "tests/golden/shakespeare-tiny/romeo.last.f32";
+	FILE *f = fopen(path, "rb");
+	CHECK(f != NULL, "%s: cannot open", path);
+	if (!f)
+		return;
+	enum { V = 151936 };
+	float *x = malloc(sizeof *x * V);
+	CHECK(fread(x, 4, V, f) == V, "%s: short", path);
+	fclose(f);
+	struct err e;
+	struct sampler *s = sampler_new(V, &e);
+	double lse = sampler_logsumexp(s, x);
+	CHECK(fabs(lse - 10.929408073425293) < 1e-6, "logsumexp %.9f, want 10.929408073 "
+	      "(golden romeo.json)", lse);
+	sampler_free(s);
+	free(x);
+	float y[4] = { 1, 2, 3, -INFINITY };
+	s = sampler_new(4, &e);
+	lse = sampler_logsumexp(s, y);
+	double want = log(exp(1) + exp(2) + exp(3));
+	CHECK(fabs(lse - want) < 1e-6, "logsumexp(1, 2, 3, -inf) = %.9f, want %.9f", lse, want);
+	sampler_free(s);
+}
+
 int main(void)
 {
 	test_rng();
 	test_greedy_and_errors();
 	test_golden();
 	test_draw();
+	test_logsumexp();
 	return check_done("test_sampler");
 }

@@ -2,6 +2,7 @@
  * the full 10,004-string corpus (ids and decode, exact), and, closed-form,
  * the streaming UTF-8 holder and the round trip of bytes that are not
  * UTF-8. */
+#include "chat.h"
 #include "check.h"
 #include "tokenizer.h"
 #include "utf8.h"
@@ -12,6 +13,8 @@
 
 #define TOKENIZER "data/qwen2.5-0.5b-instruct/tokenizer.json"
 #define CORPUS "tests/golden/tokenizer/corpus.jsonl"
+#define CHAT "tests/golden/chat-template.jsonl"
+#define CONFIG "data/qwen2.5-0.5b-instruct/tokenizer_config.json"
 
 static char *slurp(const char *path, size_t *n)
 {
@@ -123,6 +126,53 @@ static void corpus(struct tokenizer *t)
 	CHECK(ok_dec == lines, "decode: %ld of %ld differ", lines - ok_dec, lines);
 	idvec_free(&got);
 	free(want);
+	free(all);
+}
+
+/* Every conversation of the chat golden file (transformers'
+ * apply_chat_template) renders to exactly its text and encodes to exactly
+ * its ids; the bundled template is the one implemented. */
+static void chat(struct tokenizer *t)
+{
+	struct err e;
+	CHECK(chat_check(CONFIG, &e) == 0, "chat_check: %s", e.msg);
+	size_t size;
+	char *all = slurp(CHAT, &size);
+	CHECK(all != NULL, "%s: cannot read", CHAT);
+	int cases = 0, ok = 0;
+	struct idvec ids = { 0 };
+	for (char *line = all, *nl; all && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		cJSON *j = cJSON_ParseWithLength(line, nl ? (size_t)(nl - line) : strlen(line));
+		char *msgs_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "messages"));
+		const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
+		const cJSON *want = cJSON_GetObjectItemCaseSensitive(j, "ids");
+		int gen = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "add_generation_prompt"));
+		struct chat_msg *msgs = NULL;
+		size_t count = 0, len = 0;
+		char *out = NULL;
+		int good = msgs_json && cJSON_IsString(text) &&
+			   chat_parse(msgs_json, strlen(msgs_json), &msgs, &count, &e) == 0 &&
+			   chat_render(msgs, count, gen, &out, &len, &e) == 0 &&
+			   len == strlen(text->valuestring) && memcmp(out, text->valuestring, len) == 0;
+		ids.n = 0;
+		good = good && tok_encode(t, (const unsigned char *)out, len, 0, &ids, NULL, &e) == 0 &&
+		       ids.n == (size_t)cJSON_GetArraySize(want);
+		for (size_t i = 0; good && i < ids.n; i++)
+			good = ids.v[i] == cJSON_GetArrayItem(want, (int)i)->valueint;
+		CHECK(good, "%s: line %d: rendering or ids differ", CHAT, cases + 1);
+		ok += good;
+		cases++;
+		free(out);
+		chat_free(msgs, count);
+		free(msgs_json);
+		cJSON_Delete(j);
+		if (!nl)
+			break;
+	}
+	printf("chat: %d/%d conversations exact\n", ok, cases);
+	CHECK(cases == 8, "%s has %d conversations, want 8", CHAT, cases);
+	idvec_free(&ids);
 	free(all);
 }
 
@@ -244,6 +294,7 @@ int main(void)
 	if (!t)
 		return check_done("test_tokenizer");
 	corpus(t);
+	chat(t);
 	non_utf8_round_trip(t);
 	tok_free(t);
 	return check_done("test_tokenizer");

@@ -29,6 +29,7 @@
 #include "timing.h"
 
 #include <cJSON.h>
+#include <cblas.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,6 +76,7 @@ static const char help[] =
 
 #define MAX_THREADS 64
 #define MAX_CONTENDERS 32
+#define KERNEL_REPS 50
 #define RECORD_DEFAULT "bench/results.jsonl"
 
 enum weights_mode { W_MAPPED, W_COPIED, W_F32, W_N };
@@ -177,6 +179,7 @@ static cJSON *record(const char *kind, const struct bench_machine *mc, double lo
 struct contender {
 	struct bench_contender b;
 	const char *label;            /* "synthetic" or the file's name */
+	struct spread kernel_gbs;     /* its matmul kernel's ceiling, one thread */
 	char name[128];               /* label, precision (and weights mode) */
 	struct bench_rep *reps;       /* [n_threads x reps] */
 	struct forward f;
@@ -258,10 +261,13 @@ static double get_sampler(const struct bench_rep *r) { return r->sampler_s; }
 
 /* ---- output ---- */
 
-static void emit_md_header(const struct bench_machine *mc, double load, const struct opts *o)
+static void emit_md_header(const struct bench_machine *mc, double load, const struct opts *o,
+			   const char *synthetic)
 {
 	printf("bench %s, commit %s, %s (%s), %d cores, kernels %s, load %.2f\n\n",
 	       mc->date, mc->commit, mc->cpu, mc->flags, mc->cores, mc->kernels, load);
+	if (synthetic)
+		printf("synthetic model: %s (and model.q8, model.q4 there)\n\n", synthetic);
 	if (!o->membw_only)
 		printf("prompt %d tokens, decode %d tokens, %d repetitions: median "
 		       "[min, max]\n\n", o->prompt, o->tokens, o->reps);
@@ -300,6 +306,10 @@ static cJSON *model_record(const struct contender *c, const struct contender *fi
 	add_num(j, "membw_gbs", bw->gbs.max);
 	add_num(j, "limit_tok_s", bps / (double)c->b.bytes_per_token);
 	add_spread(j, "fraction_of_limit", spread_rate(dec, (double)c->b.bytes_per_token / bps));
+	/* What the kernel allows: threads x its ceiling, against the bandwidth. */
+	add_num(j, "kernel_gbs", c->kernel_gbs.max);
+	double bound = o->threads[t] * c->kernel_gbs.max / bw->gbs.max;
+	add_num(j, "fraction_kernel_bound", bound < 1 ? bound : 1);
 	if (c != first) {
 		/* Matched pairs: repetition r of c against repetition r of the first. */
 		double ratio[R];
@@ -342,6 +352,13 @@ static void report_md(cJSON **recs, int n)
 	for (int i = 0; i < n; i++) {
 		const cJSON *j = recs[i];
 		const char *kind = str(j, "bench");
+		if (!strcmp(kind, "kernel")) {
+			printf("%s matmul kernel, one thread, %dx%d in cache: %.1f GB/s of weights "
+			       "(best of %d; median %.1f)\n", str(j, "precision"), (int)num(j, "rows"),
+			       (int)num(j, "cols"), get_spread(j, "gbs").max, (int)num(j, "reps"),
+			       get_spread(j, "gbs").median);
+			continue;
+		}
 		if (!strcmp(kind, "membw")) {
 			printf("memory read bandwidth, %d thread%s: %.1f GB/s (best of %d passes "
 			       "over %.0f MiB; median %.1f)\n", (int)num(j, "threads"), num(j, "threads") > 1 ? "s" : "",
@@ -351,21 +368,21 @@ static void report_md(cJSON **recs, int n)
 		}
 		if (!header++)
 			printf("\n| model | threads | prefill tok/s | TTFT ms | decode ms/token | "
-			       "decode tok/s | of limit | vs first (wins) | open s | RSS MiB | "
+			       "decode tok/s | of limit [of kernel bound] | vs first (wins) | open s | RSS MiB | "
 			       "sampler us/token |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
 		char pf[64], tt[64], dm[64], dt[64], fr[64], vs[64] = "";
 		fmt_spread(pf, sizeof pf, get_spread(j, "prefill_tok_s"), 1);
 		if (!strcmp(kind, "sgemm")) {
-			printf("| OpenBLAS sgemm, f32 shapes | %d | %s | | | | | | | | |\n",
-			       (int)num(j, "threads"), pf);
+			printf("| OpenBLAS sgemm (%s), f32 shapes | %d | %s | | | | | | | | |\n",
+			       str(j, "openblas"), (int)num(j, "threads"), pf);
 			continue;
 		}
 		fmt_spread(tt, sizeof tt, get_spread(j, "ttft_ms"), 1);
 		fmt_spread(dm, sizeof dm, get_spread(j, "decode_ms"), 2);
 		fmt_spread(dt, sizeof dt, get_spread(j, "decode_tok_s"), 1);
 		struct spread f = get_spread(j, "fraction_of_limit");
-		snprintf(fr, sizeof fr, "%.0f%% [%.0f, %.0f]", 100 * f.median, 100 * f.min,
-			 100 * f.max);
+		snprintf(fr, sizeof fr, "%.0f%% [%.0f, %.0f] of %.0f%%", 100 * f.median,
+			 100 * f.min, 100 * f.max, 100 * num(j, "fraction_kernel_bound"));
 		if (cJSON_GetObjectItemCaseSensitive(j, "vs"))
 			snprintf(vs, sizeof vs, "%.2fx (%d/%d)", get_spread(j, "decode_speedup").median,
 				 (int)num(j, "decode_wins"), (int)num(j, "reps"));
@@ -556,6 +573,23 @@ int main(int argc, char **argv)
 			die_err(&e);
 	}
 
+	/* The kernels' ceilings, one per precision (bench_kernel_gbs), on a
+	 * hidden x hidden matrix of the first model's shape. */
+	const struct kernels *kern = kernels_for(cpu_level_env(NULL));
+	struct spread kgbs[4];
+	int kdone[4] = { 0 };
+	for (int i = 0; i < nc; i++) {
+		enum wtype t = cs[i].b.m.w.layers[0].gate.type;
+		int H = cs[0].b.m.cfg.hidden_size;
+		if (!kdone[t]) {
+			progress("kernel ceiling, %s", cs[i].b.precision);
+			if (bench_kernel_gbs(kern, t, H, H, KERNEL_REPS, &kgbs[t], &e) < 0)
+				die_err(&e);
+			kdone[t] = 1;
+		}
+		cs[i].kernel_gbs = kgbs[t];
+	}
+
 	/* For each thread count, the repetitions, alternating the contenders. */
 	double *sgemm = calloc((size_t)(o.n_threads * o.reps), sizeof *sgemm);
 	if (!sgemm)
@@ -589,7 +623,7 @@ int main(int argc, char **argv)
 		fputs("\r\033[K", stderr);
 
 	/* The records, then the report. */
-	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0));
+	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0)) + 4;
 	cJSON **recs = calloc((size_t)nrec, sizeof *recs);
 	if (!recs)
 		die("out of memory");
@@ -601,12 +635,24 @@ int main(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "passes", bw[t].reps);
 		add_spread(j, "gbs", bw[t].gbs);
 	}
+	static const char *tnames[4] = { "f32", "bf16", "int8", "int4" };
+	for (int t = 0; t < 4; t++) {
+		if (!kdone[t])
+			continue;
+		cJSON *j = recs[k++] = record("kernel", &mc, load);
+		cJSON_AddStringToObject(j, "precision", tnames[t]);
+		cJSON_AddNumberToObject(j, "rows", cs[0].b.m.cfg.hidden_size);
+		cJSON_AddNumberToObject(j, "cols", cs[0].b.m.cfg.hidden_size);
+		cJSON_AddNumberToObject(j, "reps", KERNEL_REPS);
+		add_spread(j, "gbs", kgbs[t]);
+	}
 	for (int t = 0; t < o.n_threads; t++) {
 		for (int i = 0; i < nc; i++)
 			recs[k++] = model_record(&cs[i], &cs[0], t, &o, &bw[t], &mc, load);
 		if (o.sgemm && nc > 0) {
 			cJSON *j = recs[k++] = record("sgemm", &mc, load);
 			cJSON_AddStringToObject(j, "shapes", cs[0].b.path);
+			cJSON_AddStringToObject(j, "openblas", openblas_get_corename());
 			cJSON_AddNumberToObject(j, "threads", o.threads[t]);
 			cJSON_AddNumberToObject(j, "prompt", o.prompt);
 			add_spread(j, "prefill_tok_s",
@@ -626,7 +672,7 @@ int main(int argc, char **argv)
 	if (rec && (fflush(rec) != 0 || ferror(rec) || fclose(rec) != 0))
 		die("%s: write error", o.record);
 	if (!strcmp(o.output, "md")) {
-		emit_md_header(&mc, load, &o);
+		emit_md_header(&mc, load, &o, o.synthetic ? syn.dir : NULL);
 		report_md(recs, k);
 	}
 	else if (!strcmp(o.output, "csv"))

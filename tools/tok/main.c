@@ -99,26 +99,27 @@ static unsigned char *read_all(const char *name, size_t *n)
 	return b;
 }
 
-/* One token's bytes for --pieces: printable ASCII and complete UTF-8
- * characters as they are; backslash, \n, \r, \t escaped; every other byte
- * (controls, a partial character) as \xHH. */
-static void print_piece(const unsigned char *s, size_t n)
+/* Bytes as text on f (a token for --pieces, a bad id in a message):
+ * printable ASCII and complete UTF-8 characters as they are; backslash,
+ * \n, \r, \t escaped; every other byte (controls, a partial character) as
+ * \xHH. */
+static void print_piece(FILE *f, const unsigned char *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		int32_t cp;
 		int len = utf8_decode(s + i, n - i, &cp);
 		if (s[i] == '\\')
-			fputs("\\\\", stdout);
+			fputs("\\\\", f);
 		else if (s[i] == '\n')
-			fputs("\\n", stdout);
+			fputs("\\n", f);
 		else if (s[i] == '\r')
-			fputs("\\r", stdout);
+			fputs("\\r", f);
 		else if (s[i] == '\t')
-			fputs("\\t", stdout);
+			fputs("\\t", f);
 		else if (len == 0 || cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0))
-			printf("\\x%02X", s[i]), len = 1;
+			fprintf(f, "\\x%02X", s[i]), len = 1;
 		else
-			fwrite(s + i, 1, (size_t)len, stdout);
+			fwrite(s + i, 1, (size_t)len, f);
 		i += len > 0 ? (size_t)len : 1;
 	}
 }
@@ -140,7 +141,7 @@ static void write_ids(const struct tokenizer *t, const struct idvec *ids, enum o
 			size_t len;
 			const unsigned char *b = tok_bytes(t, ids->v[i], &len);
 			printf("%d\t", ids->v[i]);
-			print_piece(b, len);
+			print_piece(stdout, b, len);
 			putchar('\n');
 		}
 		break;
@@ -192,9 +193,16 @@ static void decode_one(const struct tokenizer *t, const struct opts *o, const ch
 	long v = -1;
 	if (n > 0 && n <= 10 && strspn(tok, "0123456789") == n)
 		v = strtol(tok, NULL, 10);
-	if (v < 0)
-		die("%s: line %ld: '%.*s%s' is not a token id", name, line,
-		    n > 24 ? 24 : (int)n, tok, n > 24 ? "..." : "");
+	if (v < 0) {
+		char shown[128] = "";
+		FILE *m = fmemopen(shown, sizeof shown - 1, "w");
+		if (m) {
+			print_piece(m, (const unsigned char *)tok, n > 24 ? 24 : n);
+			fclose(m);
+		}
+		die("%s: line %ld: '%s%s' is not a token id", name, line, shown,
+		    n > 24 ? "..." : "");
+	}
 	size_t len;
 	const unsigned char *b = v <= INT32_MAX ? tok_bytes(t, (int32_t)v, &len) : NULL;
 	if (!b)
@@ -221,7 +229,7 @@ static void decode_fd(const struct tokenizer *t, const struct opts *o, int fd,
 		      const char *name, struct utf8_hold *h)
 {
 	char buf[1 << 16], tok[32];
-	size_t tn = 0;
+	size_t tn = 0;  /* length of the id being read (tok holds its start) */
 	long line = 1, tok_line = 1;
 	for (;;) {
 		ssize_t r = read(fd, buf, sizeof buf);
@@ -229,25 +237,26 @@ static void decode_fd(const struct tokenizer *t, const struct opts *o, int fd,
 			continue;
 		if (r < 0)
 			die("%s: %s", name, strerror(errno));
-		for (ssize_t i = 0; i <= r; i++) {
-			int end = i == r;
-			if (end && r > 0)
-				break;
-			char c = end ? ' ' : buf[i];
-			if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {
-				if (tn) {
-					tok[tn < sizeof tok ? tn : sizeof tok - 1] = 0;
-					decode_one(t, o, name, tok_line, tok, tn, h);
-					tn = 0;
-				}
-				line += c == '\n';
+		for (ssize_t i = 0; i < r; i++) {
+			char c = buf[i];
+			if (!strchr(" \n\t\r\v\f", c) || c == 0) {
+				if (!tn)
+					tok_line = line;
+				if (tn < sizeof tok - 1)
+					tok[tn] = c;
+				tn++;
 				continue;
 			}
-			if (!tn)
-				tok_line = line;
-			if (tn < sizeof tok - 1)
-				tok[tn] = c;
-			tn++;
+			line += c == '\n';
+			if (tn) {
+				tok[tn < sizeof tok ? tn : sizeof tok - 1] = 0;
+				decode_one(t, o, name, tok_line, tok, tn, h);
+				tn = 0;
+			}
+		}
+		if (r == 0 && tn) { /* the last id, with no whitespace after it */
+			tok[tn < sizeof tok ? tn : sizeof tok - 1] = 0;
+			decode_one(t, o, name, tok_line, tok, tn, h);
 		}
 		if (fflush(stdout) != 0)
 			cli_exit(EXIT_FAIL);
@@ -367,7 +376,7 @@ int main(int argc, char **argv)
 			return EXIT_OK;
 		} else if (!strcmp(a, "--tokenizer"))
 			o.tokenizer = VALUE();
-		else if (!strcmp(a, "--no-special") && (enc || chat))
+		else if (!strcmp(a, "--no-special") && enc)
 			o.flags |= TOK_NO_SPECIAL;
 		else if (!strcmp(a, "--skip-special") && dec)
 			o.skip_special = 1;
