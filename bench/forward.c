@@ -17,32 +17,26 @@
  * streaming sum over a 1 GiB buffer (lib/membw.h; the L3 here is 260 MiB),
  * best of 5, on 1 and 2 threads. Decode is reported as a fraction of the
  * bandwidth limit: weight bytes read per token / bandwidth. First, one
- * prefill-sized product (64 x 896 by 896 x 4864) on one thread: OpenBLAS
+ * prefill-sized product (64 x 896 by 896 x 512) on one thread: OpenBLAS
  * sgemm against our f32 and bf16 kernels, in GFLOP/s.
  *
  *   make bench                      (all benchmarks; appends to bench/results.jsonl)
  *   build/bench/forward [--quick]   (this one; --quick: bf16 copied only)
  */
+#include "benchrun.h"
 #include "forward.h"
 #include "membw.h"
 #include "model.h"
 #include "synthetic.h"
+#include "timing.h"
 
 #include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { DECODE_STEPS = 16, PREFILL = 64, PREFILL_REPS = 2 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -80,11 +74,13 @@ static double bandwidth(int threads)
 
 /* ---- one prefill-sized product: ours against OpenBLAS ---- */
 
-/* GFLOP/s of Y[64 x 4864] = X[64 x 896] W^T, one thread, best of 15:
+/* GFLOP/s of Y[64 x 512] = X[64 x 896] W^T, one thread, best of 300: a
+ * slice of a projection small enough (about 1 ms) that the best repetition
+ * ran without being preempted on a shared machine:
  * OpenBLAS sgemm, our f32 kernel, our bf16 kernel. */
 static void gemm_gflops(double out[3])
 {
-	enum { M = PREFILL, N = 4864, K = 896 };
+	enum { M = PREFILL, N = 512, K = 896, REPS = 300 };
 	float *x = calloc((size_t)M * K, 4), *w = calloc((size_t)N * K, 4),
 	      *y = calloc((size_t)M * N, 4);
 	uint16_t *wb = calloc((size_t)N * K, 2);
@@ -97,16 +93,16 @@ static void gemm_gflops(double out[3])
 	const struct kernels *k = kernels_for(cpu_level_env(NULL));
 	openblas_set_num_threads(1);
 	double best[3] = { 1e9, 1e9, 1e9 };
-	for (int r = 0; r < 15; r++) {
+	for (int r = 0; r < REPS; r++) {
 		double t[4];
-		t[0] = now();
+		t[0] = time_now();
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, x, K, w, K,
 			    0, y, N);
-		t[1] = now();
+		t[1] = time_now();
 		k->matmul_f32(y, N, w, K, 0, N, x, K, M);
-		t[2] = now();
+		t[2] = time_now();
 		k->matmul_bf16(y, N, wb, K, 0, N, x, K, M);
-		t[3] = now();
+		t[3] = time_now();
 		for (int i = 0; i < 3; i++)
 			best[i] = t[i + 1] - t[i] < best[i] ? t[i + 1] - t[i] : best[i];
 	}
@@ -139,10 +135,10 @@ static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gem
 	struct model m;
 	struct forward f;
 	struct err e;
-	double t0 = now();
+	double t0 = time_now();
 	if (model_load(&m, dir, &mo, &e) < 0)
 		fail("%s", e.msg);
-	r->load_s = now() - t0;
+	r->load_s = time_now() - t0;
 	struct forward_opts fo = { .threads = threads, .ctx = 256, .gemm = gemm,
 				   .level = cpu_level_env(NULL) };
 	if (forward_init(&f, &m, &fo, &e) < 0)
@@ -156,9 +152,9 @@ static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gem
 	forward_eval(&f, ids + 4, 1, 0, sink_emit, &sink, &e);
 	double dt[DECODE_STEPS];
 	for (int i = 0; i < DECODE_STEPS; i++) {
-		double s = now();
+		double s = time_now();
 		forward_eval(&f, ids + 5 + i, 1, 0, sink_emit, &sink, &e);
-		dt[i] = (now() - s) * 1e3;
+		dt[i] = (time_now() - s) * 1e3;
 	}
 	qsort(dt, DECODE_STEPS, sizeof dt[0], cmp_double);
 	r->decode_min = dt[0];
@@ -166,9 +162,9 @@ static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gem
 	double pt[PREFILL_REPS];
 	for (int i = 0; i < PREFILL_REPS; i++) {
 		forward_reset(&f);
-		double s = now();
+		double s = time_now();
 		forward_eval(&f, ids, PREFILL, 0, sink_emit, &sink, &e);
-		pt[i] = PREFILL / (now() - s);
+		pt[i] = PREFILL / (time_now() - s);
 	}
 	qsort(pt, PREFILL_REPS, sizeof pt[0], cmp_double);
 	r->prefill_best = pt[PREFILL_REPS - 1];
@@ -182,45 +178,20 @@ static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gem
 	model_free(&m);
 }
 
-/* The machine is shared: the load goes with the figures. */
-static double load1(void)
-{
-	double load = -1;
-	FILE *la = fopen("/proc/loadavg", "r");
-	if (la) {
-		if (fscanf(la, "%lf", &load) != 1)
-			load = -1;
-		fclose(la);
-	}
-	return load;
-}
-
-static void cmd(const char *c, char *out, size_t cap)
-{
-	FILE *p = popen(c, "r");
-	out[0] = 0;
-	if (p) {
-		if (!fgets(out, (int)cap, p))
-			out[0] = 0;
-		pclose(p);
-	}
-	out[strcspn(out, "\n")] = 0;
-}
-
 int main(int argc, char **argv)
 {
 	int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
 	char dir[4096];
 	synthetic_dir(dir, sizeof dir);
-	char commit[64], cpu[256], date[64];
-	cmd("git rev-parse --short HEAD 2>/dev/null", commit, sizeof commit);
-	cmd("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'", cpu, sizeof cpu);
-	cmd("date -u +%Y-%m-%dT%H:%M:%SZ", date, sizeof date);
+	/* The machine is shared: the load goes with the figures. */
+	struct bench_machine mc;
+	bench_machine(&mc);
+	const char *commit = mc.commit, *cpu = mc.cpu, *date = mc.date;
 	double bw[3] = { 0, bandwidth(1), bandwidth(2) }, gf[3];
 	gemm_gflops(gf);
-	double load = load1();
+	double load = bench_load();
 	printf("{\"bench\": \"gemm\", \"date\": \"%s\", \"commit\": \"%s\", \"cpu\": "
-	       "\"%s\", \"load1\": %.2f, \"shape\": \"64x896 . 896x4864\", \"threads\": 1, "
+	       "\"%s\", \"load1\": %.2f, \"shape\": \"64x896 . 896x512\", \"threads\": 1, "
 	       "\"openblas\": \"%s\", \"openblas_gflops\": %.1f, \"own_f32_gflops\": %.1f, "
 	       "\"own_bf16_gflops\": %.1f, \"kernels\": \"%s\"}\n", date, commit, cpu, load,
 	       openblas_get_corename(), gf[0], gf[1], gf[2],
@@ -236,7 +207,7 @@ int main(int argc, char **argv)
 		for (int t = 1; t <= 2; t++) {
 			if (cfgs[c].gemm == FWD_GEMM_BLAS_THREADS && t == 1)
 				continue;
-			load = load1();
+			load = bench_load();
 			struct result r;
 			run(dir, cfgs[c].mo, t, cfgs[c].gemm, &r);
 			double limit_ms = r.bytes_per_token / (bw[t] * 1e9) * 1e3;

@@ -5,19 +5,13 @@
  *
  *   make bench  or  build/bench/pool
  */
+#include "benchrun.h"
 #include "pool.h"
+#include "timing.h"
 
 #include <stdio.h>
-#include <time.h>
 
 enum { ROUNDS = 5, CALLS = 2000 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void nothing(void *arg, int i, int n)
 {
@@ -36,20 +30,14 @@ int main(void)
 	}
 	double best = 1e9;
 	for (int r = 0; r < ROUNDS; r++) {
-		double t = now();
+		double t = time_now();
 		for (int i = 0; i < CALLS; i++)
 			pool_run(p, nothing, NULL);
-		double dt = (now() - t) / CALLS;
+		double dt = (time_now() - t) / CALLS;
 		best = dt < best ? dt : best;
 	}
 	pool_destroy(p);
-	double load = -1;
-	FILE *la = fopen("/proc/loadavg", "r");
-	if (la) {
-		if (fscanf(la, "%lf", &load) != 1)
-			load = -1;
-		fclose(la);
-	}
+	double load = bench_load();
 	printf("{\"bench\": \"pool\", \"threads\": 2, \"load1\": %.2f, "
 	       "\"dispatch_us_best\": %.2f}\n", load, best * 1e6);
 	return 0;

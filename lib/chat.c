@@ -1,5 +1,6 @@
 /* chat: see chat.h. */
 #include "chat.h"
+#include "jsonutil.h"
 #include "mapfile.h"
 
 #include <cJSON.h>
@@ -58,9 +59,19 @@ static int known_role(const char *r)
 int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count,
 	       struct err *e)
 {
-	cJSON *j = cJSON_ParseWithLength(json, n);
-	if (!j)
-		return err_set(e, "not valid JSON");
+	/* the whole text is one JSON value (nothing after it), NUL-terminated
+	 * as json_parse_text wants */
+	char *text = malloc(n + 1);
+	if (!text)
+		return err_set(e, "out of memory");
+	if (n)
+		memcpy(text, json, n);
+	text[n] = 0;
+	cJSON *j;
+	int bad = json_parse_text(&j, text, n, NULL, e);
+	free(text);
+	if (bad)
+		return -1;
 	int rc = -1;
 	size_t k = 0, cap = (size_t)cJSON_GetArraySize(j);
 	struct chat_msg *m = calloc(cap ? cap : 1, sizeof *m);

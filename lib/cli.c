@@ -3,6 +3,7 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 static const char *prog_name = "?";
 static const char *usage_line = "";
+static int reported;  /* an error was printed: the exit flush adds none */
 
 static void check_stdout(void)
 {
@@ -19,7 +21,8 @@ static void check_stdout(void)
 	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
 		if (errno == EPIPE)
 			_exit(EXIT_PIPE);
-		fprintf(stderr, "%s: write error: %s\n", prog_name, strerror(errno));
+		if (!reported)
+			fprintf(stderr, "%s: write error: %s\n", prog_name, strerror(errno));
 		_exit(EXIT_FAIL);
 	}
 }
@@ -29,6 +32,9 @@ void cli_init(const char *prog, const char *usage)
 	prog_name = prog;
 	usage_line = usage;
 	atexit(check_stdout);
+	/* a file size limit (ulimit -f) is a write error (EFBIG) to report,
+	 * not a signal that kills the tool mid-line */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 const char *cli_prog(void)
@@ -54,6 +60,7 @@ _Noreturn void die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vprint("", fmt, ap);
 	va_end(ap);
+	reported = 1;
 	exit(EXIT_FAIL);
 }
 
@@ -69,6 +76,7 @@ _Noreturn void die_usage(const char *fmt, ...)
 	vprint("", fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "usage: %s\n", usage_line);
+	reported = 1;
 	exit(EXIT_USAGE);
 }
 

@@ -4,7 +4,9 @@
  * Conventions (STYLE.md): errors are one line "prog: problem" on stderr;
  * a runtime failure exits 1, misuse exits 2 after printing the usage line;
  * stdout is flushed and checked at exit, so a full disk is an error; a reader
- * that went away (EPIPE) ends the tool quietly with status 141.
+ * that went away (EPIPE) ends the tool quietly with status 141; a file size
+ * limit (SIGXFSZ, ignored) is a write error like a full disk. One error
+ * line per run: after die(), the exit flush reports nothing more.
  */
 #ifndef CLI_H
 #define CLI_H

@@ -45,27 +45,28 @@ AI __m512 ld_bf16_tail(const uint16_t *p, __mmask16 m)
 	return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 
-/* A block of RB rows by TB inputs: RB * TB accumulators. */
+/* A block of RB <= 4 rows by TB <= 6 inputs: RB * TB accumulators (24 of the
+ * 32 registers, the 4 rows of weights and one input beside them). */
 #define MATMUL_BLOCK(NAME, WT, LD, LD_TAIL)                                   \
 AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	     const float *x, int ldx, int t0, const int RB, const int TB)      \
 {                                                                             \
-	__m512 acc[4][4];                                                     \
+	__m512 acc[4][6];                                                     \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
-	_Pragma("GCC unroll 4") for (int j = 0; j < TB; j++)                  \
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
 		acc[i][j] = _mm512_setzero_ps();                              \
 	const WT *wr[4];                                                      \
-	const float *xr[4];                                                   \
+	const float *xr[6];                                                   \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
 		wr[i] = w + (size_t)(r + i) * cols;                           \
-	_Pragma("GCC unroll 4") for (int j = 0; j < TB; j++)                  \
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
 		xr[j] = x + (size_t)(t0 + j) * ldx;                           \
 	int k = 0;                                                            \
 	for (; k + 16 <= cols; k += 16) {                                     \
 		__m512 wv[4];                                                 \
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)          \
 			wv[i] = LD(wr[i] + k);                                \
-		_Pragma("GCC unroll 4") for (int j = 0; j < TB; j++) {        \
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {        \
 			__m512 xv = _mm512_loadu_ps(xr[j] + k);               \
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)  \
 				acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]); \
@@ -76,25 +77,27 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 		__m512 wv[4];                                                 \
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)          \
 			wv[i] = LD_TAIL(wr[i] + k, m);                        \
-		_Pragma("GCC unroll 4") for (int j = 0; j < TB; j++) {        \
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {        \
 			__m512 xv = _mm512_maskz_loadu_ps(m, xr[j] + k);      \
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)  \
 				acc[i][j] = _mm512_mask3_fmadd_ps(wv[i], xv, acc[i][j], m); \
 		}                                                             \
 	}                                                                     \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
-	_Pragma("GCC unroll 4") for (int j = 0; j < TB; j++)                  \
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
 		y[(size_t)(t0 + j) * ldy + r + i] = hsum(acc[i][j]);          \
 }
 
 /* Rows in blocks of 4 (W rows stay in cache across the inputs), inputs in
- * blocks of 4; leftover rows one at a time. */
+ * blocks of 6; leftover rows one at a time. */
 #define MATMUL_ROWS(BLOCK, RB)                                                \
 	do {                                                                  \
 		int t = 0;                                                    \
-		for (; t + 4 <= T; t += 4)                                    \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 4);          \
+		for (; t + 6 <= T; t += 6)                                    \
+			BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 6);          \
 		switch (T - t) {                                              \
+		case 5: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 5); break;   \
+		case 4: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 4); break;   \
 		case 3: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 3); break;   \
 		case 2: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 2); break;   \
 		case 1: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 1); break;   \

@@ -369,14 +369,17 @@ int model_load(struct model *m, const char *path, const struct model_opts *o,
 	if (qfile_sniff(path))
 		return load_container(m, path, o, e);
 	struct paths p;
-	if (resolve(&p, path, e) < 0 || config_load(&m->cfg, p.cfg, e) < 0)
+	/* the weights file first: given something that is not a model, say
+	 * so, rather than that no config.json is beside it */
+	if (resolve(&p, path, e) < 0 || st_open(&m->st, p.st, e) < 0)
 		return -1;
+	if (config_load(&m->cfg, p.cfg, e) < 0) {
+		model_free(m);
+		return -1;
+	}
 	gen_config_default(&m->gen, &m->cfg);
-	if (access(p.gen, F_OK) == 0 && gen_config_load(&m->gen, p.gen, e) < 0)
-		return -1;
-	if (check_eos(m, p.gen, e) < 0 || st_open(&m->st, p.st, e) < 0)
-		return -1;
-	if (check_manifest(m, p.st, e) < 0 ||
+	if ((access(p.gen, F_OK) == 0 && gen_config_load(&m->gen, p.gen, e) < 0) ||
+	    check_eos(m, p.gen, e) < 0 || check_manifest(m, p.st, e) < 0 ||
 	    ((!(o->mmap || o->f32) || !aligned(&m->st)) && copy_file(m, p.st, e) < 0) ||
 	    fill(m, p.st, o->f32, e) < 0) {
 		model_free(m);

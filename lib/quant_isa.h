@@ -31,28 +31,6 @@ static inline float quant_fold8(__m256 h)
 	v = _mm_add_ss(v, _mm_movehdup_ps(v));
 	return _mm_cvtss_f32(v);
 }
-/* The same for four rows at once (a, b, c, d each s[j] + s[j + 8] of its
- * row): every add is the one quant_fold8 does, in other lanes, so the
- * results are bitwise those of four quant_fold8 calls. */
-static inline void quant_fold8x4(__m256 a, __m256 b, __m256 c, __m256 d, float out[4])
-{
-	/* j += j + 4: [a b] and [c d], four sums each */
-	__m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20),
-				  _mm256_permute2f128_ps(a, b, 0x31));
-	__m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x20),
-				  _mm256_permute2f128_ps(c, d, 0x31));
-	/* j += j + 2: per 128-bit lane [x0 x1 y0 y1] for (a, c) and (b, d) */
-	__m256 w = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
-				 _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
-	/* j += j + 1: [a c a c | b d b d] */
-	__m256 v = _mm256_add_ps(_mm256_shuffle_ps(w, w, _MM_SHUFFLE(2, 0, 2, 0)),
-				 _mm256_shuffle_ps(w, w, _MM_SHUFFLE(3, 1, 3, 1)));
-	__m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-	out[0] = _mm_cvtss_f32(lo);
-	out[1] = _mm_cvtss_f32(hi);
-	out[2] = _mm_cvtss_f32(_mm_movehdup_ps(lo));
-	out[3] = _mm_cvtss_f32(_mm_movehdup_ps(hi));
-}
 #endif
 
 /* How far ahead (bytes) the SIMD kernels prefetch each weight row: far

@@ -1083,8 +1083,10 @@ static int grow_norm(struct tokenizer *t, size_t need)
 
 /* NFC of s[0..n) into t->norm (*out_n bytes). Runs of valid UTF-8 are
  * normalized each on its own; invalid bytes are copied and counted. Text
- * with no byte from 0xCC up (all code points below U+0300, where nothing
- * decomposes or combines with what precedes it) is already NFC. */
+ * with no byte from 0xCC up (all code points below U+0300: starters that
+ * NFC leaves as they are, none of which composes with what precedes it;
+ * tests/c/test_tokenizer.c checks this over all of Unicode) is already
+ * NFC. */
 static int normalize(struct tokenizer *t, const unsigned char *s, size_t n,
 		     size_t *out_n, size_t *n_invalid, struct err *e)
 {

@@ -173,7 +173,8 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 
 	/* Matrix products: odd rows, cols and input counts, f32 and bf16, row
 	 * ranges that do not start at 0. */
-	int shapes[][3] = { { 13, 37, 1 }, { 9, 16, 5 }, { 21, 100, 7 }, { 4, 33, 4 } };
+	int shapes[][3] = { { 13, 37, 1 }, { 9, 16, 5 }, { 21, 100, 7 }, { 4, 33, 4 },
+			    { 5, 18, 6 }, { 7, 50, 13 } };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
 		float *wf = malloc(sizeof(float) * rows * cols);

@@ -9,6 +9,7 @@
 
 #include <cJSON.h>
 #include <stdlib.h>
+#include <utf8proc.h>
 #include <string.h>
 
 #define TOKENIZER "data/qwen2.5-0.5b-instruct/tokenizer.json"
@@ -127,6 +128,38 @@ static void corpus(struct tokenizer *t)
 	idvec_free(&got);
 	free(want);
 	free(all);
+}
+
+/* The tokenizer skips NFC for text with no byte from 0xCC up, that is with
+ * every code point below U+0300. Sound because each such code point is a
+ * starter (combining class 0) that NFC leaves alone, and none can compose
+ * with what precedes it (none is a non-first part of any canonical
+ * decomposition): checked here over all of Unicode, with utf8proc's own
+ * tables. */
+static void nfc_fast_path(void)
+{
+	int bad = 0;
+	for (utf8proc_int32_t c = 0; c <= 0x10FFFF; c++) {
+		if (c >= 0xD800 && c <= 0xDFFF)
+			continue;
+		if (c < 0x300) {
+			unsigned char in[4];
+			utf8proc_uint8_t *out = NULL;
+			utf8proc_ssize_t n = utf8_encode(c, in);
+			utf8proc_ssize_t m = utf8proc_map(in, n, &out, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+			if (m != n || memcmp(out, in, (size_t)n) != 0 ||
+			    utf8proc_get_property(c)->combining_class != 0)
+				bad++;
+			free(out);
+		}
+		utf8proc_int32_t d[8];
+		int last;
+		utf8proc_ssize_t n = utf8proc_decompose_char(c, d, 8, UTF8PROC_DECOMPOSE, &last);
+		for (utf8proc_ssize_t k = 1; k < n && k < 8; k++)
+			if (d[k] < 0x300)
+				bad++;
+	}
+	CHECK(bad == 0, "NFC fast path: %d code points break its premise", bad);
 }
 
 /* Every conversation of the chat golden file (transformers'
@@ -288,6 +321,7 @@ static void non_utf8_round_trip(struct tokenizer *t)
 int main(void)
 {
 	streaming();
+	nfc_fast_path();
 	struct err e;
 	struct tokenizer *t = tok_load(TOKENIZER, &e);
 	CHECK(t != NULL, "load: %s", e.msg);

@@ -52,7 +52,8 @@ static const char help[] =
 	"  -r, --reps N         repetitions after one warm-up (default 10)\n"
 	"  -t, --threads LIST   thread counts, comma-separated (default 1 and the\n"
 	"                       physical cores)\n"
-	"  -o, --output FMT     md (default), jsonl or csv on stdout\n"
+	"  -o, --output FMT     md (default), jsonl (the records) or csv (one row\n"
+	"                       per model record) on stdout\n"
 	"  -w, --weights LIST   how each model is held, comma-separated: copied\n"
 	"                       (read into memory; the default), mapped (used\n"
 	"                       through the file mapping, forward --mmap), f32\n"
@@ -392,6 +393,18 @@ static void report_md(cJSON **recs, int n)
 	}
 }
 
+/* A CSV field: quoted, quotes doubled (RFC 4180). */
+static void csv_string(const char *v)
+{
+	putchar('"');
+	for (; *v; v++) {
+		if (*v == '"')
+			putchar('"');
+		putchar(*v);
+	}
+	putchar('"');
+}
+
 /* One row per model record: strings and numbers as they are, each spread
  * as KEY_median, KEY_min, KEY_max; the columns of the first. */
 static void report_csv(cJSON **recs, int n)
@@ -414,7 +427,7 @@ static void report_csv(cJSON **recs, int n)
 					else if (cJSON_IsNumber(v))
 						printf("%.17g", v->valuedouble);
 					else
-						printf("\"%s\"", v->valuestring);
+						csv_string(v->valuestring);
 				}
 			}
 			putchar('\n');

@@ -27,6 +27,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,15 @@ struct out {
 static int emit(void *arg, int pos, const float *logits, struct err *e)
 {
 	struct out *o = arg;
+	/* NaN or Inf in the weights shows here; say so once, and go on (the
+	 * stream carries the values as they are) */
+	static int warned;
+	for (int i = 0; i < o->vocab && !warned; i++)
+		if (!isfinite(logits[i])) {
+			warn("position %d: logit %d is %g (NaN or Inf in the weights? "
+			     "st-inspect --check finds them)", pos, i, logits[i]);
+			warned = 1;
+		}
 	if (stream_write_frame(stdout, pos, o->fed, (uint32_t)o->n_fed, logits,
 			       (uint32_t)o->vocab, e) < 0)
 		return -1;

@@ -23,6 +23,7 @@
 #include <cJSON.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,9 +60,16 @@ static const char help[] =
  * copy of its path so that freeing the writer never leaves it dangling. */
 static char tmp_path[4200];
 static volatile sig_atomic_t tmp_live;
+static pthread_t main_thread;
 
 static void on_signal(int sig)
 {
+	/* OpenBLAS's threads exist before main() and do not hold the signals
+	 * main holds while it creates the file: pass it on to main */
+	if (!pthread_equal(pthread_self(), main_thread)) {
+		pthread_kill(main_thread, sig);
+		return;
+	}
 	if (tmp_live)
 		unlink(tmp_path);
 	signal(sig, SIG_DFL);
@@ -275,6 +283,7 @@ int main(int argc, char **argv)
 		.tokenizer_json = (const char *)tok.data, .tokenizer_len = tok.size,
 	};
 	if (!dry) {
+		main_thread = pthread_self();
 		sigemptyset(&fatal);
 		sigaddset(&fatal, SIGINT);
 		sigaddset(&fatal, SIGTERM);

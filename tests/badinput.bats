@@ -1,0 +1,352 @@
+#!/usr/bin/env bats
+# The bad-input catalogue (README, Reliability): each entry gives a tool one
+# bad input (a damaged model file, a wrong config, a broken stream, a bad
+# flag value, a hostile system) and asserts the exit status and the exact
+# one-line message; a usage error (status 2) is that line plus the usage
+# line. A crash is a wrong status, so it fails the entry.
+#
+# With CATALOGUE_LOG=FILE, every entry appends "STATUS<tab>COMMAND" to FILE
+# (the README counts them from it).
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+# bad STATUS MESSAGE COMMAND: runs COMMAND with bash; its status must be
+# STATUS and its stderr exactly MESSAGE (then "usage: ..." when STATUS is 2).
+bad() {
+	local want=$1 msg=$2 cmd=$3
+	run --separate-stderr bash -c "$cmd"
+	[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$status" "$cmd" >>"$CATALOGUE_LOG"
+	local ok=1
+	[ "$status" -eq "$want" ] || ok=0
+	if [ "$want" -eq 2 ]; then
+		[ "${#stderr_lines[@]}" -eq 2 ] && [ "${stderr_lines[0]}" = "$msg" ] &&
+			[[ ${stderr_lines[1]} == "usage: "* ]] || ok=0
+	else
+		[ "$stderr" = "$msg" ] || ok=0
+	fi
+	if [ "$ok" -eq 0 ]; then
+		printf 'command: %s\nwant:    %s %s\ngot:     %s %s\n' "$cmd" "$want" "$msg" \
+			"$status" "$stderr" >&2
+		return 1
+	fi
+}
+
+setup_file() {
+	# a container of qwen-shapes, and its size
+	quantize "$SHAPES" -o "$BATS_FILE_TMPDIR/s.q8" --level int8 2>/dev/null
+}
+
+# A model directory M (in the test's scratch) with qwen-shapes' weights and
+# its config changed by the jq filter $1.
+config_dir() {
+	M=$BATS_TEST_TMPDIR/m
+	mkdir -p "$M"
+	ln -sf "$SHAPES/model.safetensors" "$M/model.safetensors"
+	jq "$1" "$SHAPES/config.json" >"$M/config.json"
+}
+
+# ---- model files ----
+
+@test "a safetensors file cut at every structural boundary is refused, naming the file" {
+	M=$BATS_TEST_TMPDIR/m
+	mkdir -p "$M"
+	cp "$SHAPES/config.json" "$M/"
+	n=2856  # the header length of qwen-shapes
+	size=$(stat -c %s "$SHAPES/model.safetensors")
+	cut() { head -c "$1" "$SHAPES/model.safetensors" >"$M/model.safetensors"; }
+	F="$M/model.safetensors"
+	cut 0
+	bad 1 "forward: $F: empty file" "echo 1 | forward '$M' --score"
+	cut 4
+	bad 1 "forward: $F: 4 bytes: too short for the 8-byte header length" "echo 1 | forward '$M' --score"
+	cut 8
+	bad 1 "forward: $F: header length $n is larger than the 0 bytes after it" "echo 1 | forward '$M' --score"
+	cut $((8 + n / 2))
+	bad 1 "forward: $F: header length $n is larger than the 1428 bytes after it" "echo 1 | forward '$M' --score"
+	cut $((8 + n))
+	bad 1 "forward: $F: tensor 'lm_head.weight': data_offsets: end 2097152 is past the end of the data section (0 bytes)" \
+		"echo 1 | forward '$M' --score"
+	cut $((8 + n + 1000))
+	bad 1 "st-inspect: $F: tensor 'lm_head.weight': data_offsets: end 2097152 is past the end of the data section (1000 bytes)" \
+		"st-inspect '$M'"
+	cut $((size - 1))
+	bad 1 "quantize: $F: tensor 'model.norm.weight': data_offsets: end 7148032 is past the end of the data section (7148031 bytes)" \
+		"quantize '$M' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	[ ! -e "$BATS_TEST_TMPDIR/x.q8" ]
+}
+
+@test "a container cut at every structural boundary, or of a future version, is refused" {
+	Q=$BATS_FILE_TMPDIR/s.q8
+	C=$BATS_TEST_TMPDIR/c.q8
+	size=$(stat -c %s "$Q")
+	head -c 0 "$Q" >"$C"
+	bad 1 "forward: $C: empty file" "echo 1 | forward '$C' --score"
+	head -c 64 "$Q" >"$C"
+	bad 1 "forward: $C: truncated: 64 bytes, the header alone is 128" "echo 1 | forward '$C' --score"
+	# after the header, in config.json, in the tensor index, in the data, one byte short
+	for at in 128 300 2000 $((size / 2)) $((size - 1)); do
+		head -c "$at" "$Q" >"$C"
+		bad 1 "st-inspect: $C: truncated: the header says $size bytes, the file has $at" "st-inspect '$C'"
+	done
+	cp "$Q" "$C"
+	printf '\x02' | dd of="$C" bs=1 seek=8 conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: version 2 is not supported (this build reads version 1)" "echo 1 | forward '$C' --score"
+	bad 1 "st-inspect: $C: version 2 is not supported (this build reads version 1)" "st-inspect '$C'"
+}
+
+@test "a config with missing keys, inconsistent heads or another vocabulary is refused" {
+	config_dir 'del(.num_attention_heads)'
+	bad 1 "forward: $M/config.json: num_attention_heads: missing" "echo 1 | forward '$M' --score"
+	config_dir 'del(.vocab_size)'
+	bad 1 "quantize: $M/config.json: vocab_size: missing" "quantize '$M' -o '$M/x.q8' --level int8"
+	config_dir '.num_key_value_heads = 3'
+	bad 1 "forward: $M/config.json: num_attention_heads: 4 is not divisible by num_key_value_heads (3)" \
+		"echo 1 | forward '$M' --score"
+	config_dir '.num_attention_heads = 3'
+	bad 1 "forward: $M/config.json: hidden_size: 256 is not divisible by num_attention_heads (3)" \
+		"echo 1 | forward '$M' --score"
+	config_dir '.vocab_size = 100'  # smaller than the embedding
+	bad 1 "forward: $M/model.safetensors: tensor 'model.embed_tokens.weight': shape [4096, 256], config.json implies [100, 256]" \
+		"echo 1 | forward '$M' --score"
+	config_dir '.num_hidden_layers = 3'
+	bad 1 "forward: $M/model.safetensors: tensor 'model.layers.2.input_layernorm.weight': missing (12 differences from config.json)" \
+		"echo 1 | forward '$M' --score"
+	config_dir '.num_hidden_layers = 200000000'  # found by fuzz_config
+	bad 1 "forward: $M/config.json: num_hidden_layers: 200000000 is out of range [1, 4096]" \
+		"echo 1 | forward '$M' --score"
+	config_dir '.model_type = "llama"'
+	bad 1 "forward: $M/config.json: model_type: 'llama' is not supported (only 'qwen2')" \
+		"echo 1 | forward '$M' --score"
+	printf '{' >"$M/config.json"
+	bad 1 "forward: $M/config.json: not valid JSON (line 1, column 1)" "echo 1 | forward '$M' --score"
+	printf 'not a model' >"$BATS_TEST_TMPDIR/garbage.bin"
+	n=$(head -c 8 "$BATS_TEST_TMPDIR/garbage.bin" | od -An -tu8 | tr -d ' ')
+	bad 1 "forward: $BATS_TEST_TMPDIR/garbage.bin: header length $n is larger than the 3 bytes after it" \
+		"echo 1 | forward '$BATS_TEST_TMPDIR/garbage.bin' --score"
+}
+
+@test "a tokenizer whose vocabulary does not fit the model is caught at the first id" {
+	# qwen-shapes has 4096 ids; the bundled tokenizer's "Hello" is 9707
+	bad 1 "forward: <stdin>: line 1: id 9707 is outside the vocabulary (0..4095)" \
+		"echo Hello world | tok encode | forward '$SHAPES' --score >/dev/null"
+	# and ids from a bigger model than the tokenizer are caught by tok decode
+	bad 1 "tok: <stdin>: line 1: 151665 is not in the vocabulary (ids 0..151664)" "echo 151665 | tok decode"
+}
+
+@test "NaN in the weights: st-inspect --check reports it, forward warns, sample refuses the frame" {
+	M=$BATS_TEST_TMPDIR/m
+	mkdir -p "$M"
+	cp "$SHAPES/config.json" "$SHAPES/model.safetensors" "$M/"
+	# a bf16 NaN as the first element of model.norm.weight (at byte 7150384)
+	printf '\xc0\x7f' | dd of="$M/model.safetensors" bs=1 seek=7150384 conv=notrunc 2>/dev/null
+	run --separate-stderr st-inspect --check "$M"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "st-inspect: $M/model.safetensors: 1 tensor with NaN or Inf values" ]
+	[ "${lines[0]}" = "model.norm.weight: 1 NaN, 0 Inf" ]
+	bad 0 "forward: warning: position 1: logit 0 is nan (NaN or Inf in the weights? st-inspect --check finds them)" \
+		"echo 1 2 | forward '$M' --score >/dev/null"
+	bad 1 "sample: <stdin>: frame at position 1: logit 0 is nan" "echo 1 2 | forward '$M' --score 2>/dev/null | sample"
+}
+
+# ---- streams ----
+
+@test "id streams: not a number, negative, outside the vocabulary, empty" {
+	bad 1 "forward: <stdin>: line 1: 'abc' is not a token id" "echo abc | forward '$TINY' --score"
+	bad 1 "forward: <stdin>: line 1: '-5' is not a token id" "echo -5 | forward '$TINY' --score"
+	bad 1 "forward: <stdin>: line 2: 'x7' is not a token id" "printf '1 2\n3 x7\n' | forward '$TINY' --score"
+	bad 1 "forward: <stdin>: line 1: id 151936 is outside the vocabulary (0..151935)" "echo 151936 | forward '$TINY' --score"
+	bad 1 "forward: <stdin>: line 1: id 99999999999999999999 is outside the vocabulary (0..151935)" \
+		"echo 99999999999999999999 | forward '$TINY' --score"
+	bad 1 "forward: <stdin>: no token ids" "forward '$TINY' --score </dev/null"
+	bad 1 "tok: <stdin>: line 1: 'x' is not a token id" "echo x 12 | tok decode"
+	bad 1 "tok: <stdin>: line 1: '-1' is not a token id" "echo -1 | tok decode"
+	bad 1 "tok: <stdin>: line 1: '1.5' is not a token id" "echo 1.5 | tok decode"
+	bad 1 "tok: <stdin>: line 2: 4294967296 is not in the vocabulary (ids 0..151664)" "printf '1\n4294967296\n' | tok decode"
+}
+
+@test "logits streams: empty, garbage, cut mid-header and mid-frame, another version or vocabulary" {
+	S=$ROOT/tests/fuzz/corpus/stream  # vocabulary 8 (tests/fuzz/make-corpus.sh)
+	bad 1 "sample: <stdin>: empty input, expected a logits stream" "sample </dev/null"
+	bad 1 "sample: <stdin>: not a logits stream (bad magic)" "head -c 5000 /dev/urandom | sample"
+	bad 1 "sample: <stdin>: not a logits stream (bad magic)" "echo 1 2 3 | sample"
+	bad 1 "forward: <stdin>: not a logits stream (bad magic)" "echo 1 2 3 | forward --dump"
+	bad 1 "sample: <stdin>: truncated logits stream header" "head -c 100 '$S/header-only' | sample"
+	bad 1 "sample: <stdin>: truncated frame header" "head -c 4245 '$S/score-last' | sample"
+	bad 1 "sample: <stdin>: truncated frame at position 2" "sample <'$S/cut-frame'"
+	bad 1 "sample: <stdin>: logits stream version 2 is not supported (this reader knows version 1)" \
+		"printf 'QWLOGITS\x02\x00\x00\x00' | sample"
+	# a frame that claims 1,358,954,499 fed ids (found by fuzz_stream)
+	bad 1 "sample: <stdin>: truncated frame at position 1358954498" "sample <'$S/regress-oom-n-fed'"
+	# the stream of a model with another vocabulary (8 ids, not the
+	# tokenizer's 151,665): whatever sample draws, ids stay inside the stream's
+	# vocabulary, and a frame shorter than the header's vocabulary is cut
+	bad 1 "sample: <stdin>: truncated frame at position 2" \
+		"{ head -c 4240 '$S/score-last'; printf 'FRME\x02\x00\x00\x00\x00\x00\x00\x00'; head -c 16 /dev/zero; } | sample"
+	# a stream that names a feedback FIFO nobody reads
+	bad 1 "sample: /tmp/qwenpipe.XXXX/ids: forward is not running (nobody reads the feedback channel)" \
+		"sample <'$S/generation'"
+}
+
+@test "chat messages: not JSON, trailing data, not a list, a bad message" {
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 1)" "echo garbage | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 34)" "echo '[{\"role\":\"user\",\"content\":\"hi\"}] x' | tok chat"
+	bad 1 "tok: <stdin>: no messages" "echo '[]' | tok chat"
+	bad 1 "tok: <stdin>: expected a JSON array of messages" "echo '{}' | tok chat"
+	bad 1 "tok: <stdin>: messages[0]: content is not a string" "echo '[{\"role\":\"user\"}]' | tok chat"
+	bad 1 "tok: <stdin>: messages[0]: role must be system, user, assistant or tool" \
+		"echo '[{\"role\":\"root\",\"content\":\"x\"}]' | tok chat"
+}
+
+# ---- flags ----
+
+@test "every numeric flag: not a number, negative, zero where meaningless, out of range" {
+	L="sample <'$ROOT/tests/fuzz/corpus/stream/score-all'"
+	bad 2 "sample: --temperature: 'x' is not a number" "$L --temperature x"
+	bad 2 "sample: --temperature: -1 is out of range [0, 100]" "$L --temperature -1"
+	bad 2 "sample: --temperature: 'nan' is not a number" "$L --temperature nan"
+	bad 2 "sample: --temperature: 'inf' is not a number" "$L --temperature inf"
+	bad 2 "sample: --top-p: 1.5 is out of range [0, 1]" "$L --top-p 1.5"
+	bad 2 "sample: --top-p: -0.1 is out of range [0, 1]" "$L --top-p -0.1"
+	bad 2 "sample: --top-k: -1 is out of range [0, 2147483647]" "$L --top-k -1"
+	bad 2 "sample: --top-k: '1.5' is not a whole number" "$L --top-k 1.5"
+	bad 2 "sample: --min-p: 2 is out of range [0, 1]" "$L --min-p 2"
+	bad 2 "sample: --repeat-penalty: 0 is out of range [0.001, 1000]" "$L --repeat-penalty 0"
+	bad 2 "sample: --repeat-penalty: -1 is out of range [0.001, 1000]" "$L --repeat-penalty -1"
+	bad 2 "sample: --seed: -2 is out of range [0, 9223372036854775807]" "$L --seed -2"
+	bad 2 "sample: --seed: 'x' is not a whole number" "$L --seed x"
+	bad 2 "sample: --max-tokens: -1 is out of range [0, 9223372036854775807]" "$L -n -1"
+	bad 2 "sample: --logprobs: 100000 is out of range [0, 100]" "$L --logprobs 100000 --logprobs-file /dev/null"
+	bad 2 "sample: --logprobs and --logprobs-file go together" "$L --logprobs 5"
+	F="echo 1 | forward '$TINY' --score"
+	bad 2 "forward: --threads: 0 is out of range [1, 256]" "$F --threads 0"
+	bad 2 "forward: --threads: -1 is out of range [1, 256]" "$F --threads -1"
+	bad 2 "forward: --threads: 'x' is not a whole number" "$F --threads x"
+	bad 2 "forward: --threads: 100000 is out of range [1, 256]" "$F --threads 100000"
+	bad 2 "forward: --ctx: 0 is out of range [1, 16777216]" "$F --ctx 0"
+	bad 2 "forward: --ctx: -3 is out of range [1, 16777216]" "$F --ctx -3"
+	bad 2 "forward: --ctx: 'abc' is not a whole number" "$F --ctx abc"
+	bad 2 "forward: --ctx: 99999999 is out of range [1, 16777216]" "$F --ctx 99999999"
+	bad 2 "forward: --top: 0 is out of range [1, 1000]" "forward --dump --top 0 </dev/null"
+	bad 2 "forward: --top: 'x' is not a whole number" "forward --dump --top x </dev/null"
+	Q="quantize '$SHAPES' -o '$BATS_TEST_TMPDIR/q.q4' --level int4"
+	bad 2 "quantize: --group-size: 0 is out of range [32, 1048576]" "$Q --group-size 0"
+	bad 2 "quantize: --group-size: -32 is out of range [32, 1048576]" "$Q --group-size -32"
+	bad 2 "quantize: --group-size: 33 is not a multiple of 32" "$Q --group-size 33"
+	bad 2 "quantize: --group-size: 'x' is not a whole number" "$Q --group-size x"
+	bad 2 "quantize: --level: 'int3' is not int8 or int4" "quantize '$SHAPES' -o '$BATS_TEST_TMPDIR/q.q4' --level int3"
+	[ ! -e "$BATS_TEST_TMPDIR/q.q4" ]
+}
+
+# ---- the system ----
+
+@test "stdout closed early (| head) ends each tool quietly with 141" {
+	# each writes far more than a pipe holds, so the reader is gone first
+	mkdir "$BATS_TEST_TMPDIR/tmp"
+	for cmd in "tok encode <'$TINY/heldout.txt'" \
+		"seq 1000 200000 | tok decode" \
+		"echo 1 2 3 | forward '$TINY' --score --all" \
+		"seq 10 | forward '$TINY' --score --all | forward --dump --top 1000" \
+		"echo 1 2 3 | TMPDIR='$BATS_TEST_TMPDIR/tmp' forward '$TINY' | sample --ignore-eos"; do
+		run --separate-stderr bash -c "$cmd | head -c 10 >/dev/null; echo \${PIPESTATUS[-2]}"
+		[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$output" "$cmd | head" >>"$CATALOGUE_LOG"
+		[ "$output" = 141 ] || { echo "$cmd: status $output" >&2; false; }
+		[ -z "$stderr" ] || { echo "$cmd: $stderr" >&2; false; }
+	done
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ]  # no FIFO left by forward
+}
+
+@test "a full disk (> /dev/full) is an error with status 1, one line" {
+	S=$ROOT/tests/fuzz/corpus/stream
+	bad 1 "tok: write error: No space left on device" "echo hello | tok encode >/dev/full"
+	bad 1 "tok: write error: No space left on device" "echo 1 2 3 | tok decode >/dev/full"
+	bad 1 "tok: write error: No space left on device" "tok chat --user hi >/dev/full"
+	bad 1 "forward: write error: No space left on device" "echo 1 2 3 | forward '$TINY' --score >/dev/full"
+	bad 1 "forward: write error: No space left on device" "forward --dump <'$S/score-all' >/dev/full"
+	bad 1 "sample: write error: No space left on device" "sample --seed 1 <'$S/score-all' >/dev/full"
+	bad 1 "sample: /dev/full: write error: No space left on device" \
+		"sample --seed 1 --logprobs 3 --logprobs-file /dev/full <'$S/score-all' >/dev/null"
+	bad 1 "st-inspect: write error: No space left on device" "st-inspect '$SHAPES' >/dev/full"
+	bad 1 "quantize: /dev/full: write error" \
+		"quantize '$SHAPES' -o '$BATS_TEST_TMPDIR/q.q8' --level int8 --report /dev/full 2>&1 |
+		 grep -v '^quantize: [0-9][0-9]*/' >&2; exit \${PIPESTATUS[0]}"
+	[ ! -e "$BATS_TEST_TMPDIR/q.q8" ]
+}
+
+@test "a file size limit (ulimit -f) hit mid-write is a write error, and leaves no file of the tool's own" {
+	S=$ROOT/tests/fuzz/corpus/stream
+	T=$BATS_TEST_TMPDIR
+	bad 1 "tok: write error: File too large" "ulimit -f 1; tok encode <'$TINY/heldout.txt' >'$T/ids'"
+	bad 1 "forward: write error: File too large" "ulimit -f 1; echo 1 2 3 | forward '$TINY' --score --all >'$T/logits'"
+	bad 1 "st-inspect: write error: File too large" "ulimit -f 1; st-inspect --json --list '$TINY' >'$T/j'"
+	bad 1 "sample: $T/lp.json: write error: File too large" \
+		"ulimit -f 1; sample --seed 1 --logprobs 100 --logprobs-file '$T/lp.json' <'$S/score-all' >/dev/null"
+	[ ! -e "$T/lp.json" ] && [ -z "$(ls "$T" | grep lp.json || true)" ]
+	mkdir "$T/out"
+	run -1 --separate-stderr bash -c "ulimit -f 100; quantize '$SHAPES' -o '$T/out/m.q8' --level int8"
+	[[ ${stderr_lines[-1]} =~ ^quantize:\ .*/out/\.m\.q8\.tmp\.[A-Za-z0-9]{6}:\ write:\ File\ too\ large$ ]]
+	[ -z "$(ls -A "$T/out")" ]
+}
+
+@test "a destination directory that cannot be written is refused before any work" {
+	# /sys refuses new files even to root (a chmod'ed directory would not)
+	run --separate-stderr quantize "$SHAPES" -o /sys/q.q8 --level int8
+	[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$status" "quantize -o /sys/q.q8" >>"$CATALOGUE_LOG"
+	[ "$status" -eq 1 ]
+	[[ $stderr =~ ^quantize:\ /sys/q\.q8:\ cannot\ create\ a\ temporary\ file\ beside\ it:\ (Permission\ denied|Read-only\ file\ system)$ ]]
+	bad 1 "quantize: $BATS_TEST_TMPDIR/none/q.q8: cannot create a temporary file beside it: No such file or directory" \
+		"quantize '$SHAPES' -o '$BATS_TEST_TMPDIR/none/q.q8' --level int8"
+	bad 1 "sample: /sys/lp.json: Permission denied" \
+		"sample --logprobs 1 --logprobs-file /sys/lp.json <'$ROOT/tests/fuzz/corpus/stream/score-all' 2>&1 >/dev/null |
+		 sed 's/Read-only file system/Permission denied/' >&2; exit \${PIPESTATUS[0]}"
+}
+
+@test "SIGINT and SIGTERM at random points of quantize leave a complete file or nothing" {
+	T=$BATS_TEST_TMPDIR
+	for sig in INT TERM INT TERM INT TERM; do
+		rm -rf "$T/out"
+		mkdir "$T/out"
+		quantize "$TINY" -o "$T/out/m.q4" --level int4 --embeddings 2>/dev/null &
+		pid=$!
+		sleep "0.$((RANDOM % 1000))"
+		kill -"$sig" "$pid" 2>/dev/null || true
+		rc=0
+		wait "$pid" || rc=$?
+		[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$rc" "quantize, SIG$sig" >>"$CATALOGUE_LOG"
+		# killed (128 + signal) with nothing left, or done with a valid file
+		if [ "$rc" -ne 0 ]; then
+			[ "$rc" -eq $((128 + $(kill -l "$sig"))) ]
+			[ -z "$(ls -A "$T/out")" ]
+		else
+			[ "$(ls -A "$T/out")" = m.q4 ]
+			st-inspect "$T/out/m.q4" >/dev/null
+		fi
+	done
+}
+
+@test "SIGINT and SIGTERM at random points of a generation pipeline end every process and leave no FIFO" {
+	T=$BATS_TEST_TMPDIR
+	mkdir "$T/tmp"
+	# each stage records its pid, so that the signal goes to that process
+	stage() { local name=$1; shift; sh -c 'echo $$ >"$0"; exec "$@"' "$T/$name.pid" "$@"; }
+	export -f stage
+	for victim in all forward sample all forward sample; do
+		rm -f "$T"/*.pid
+		TMPDIR=$T/tmp T=$T TINY=$TINY setsid bash -c '
+			echo "To be, or not to be" | stage tok tok encode |
+			stage forward forward "$TINY" | stage sample sample --seed 1 --ignore-eos -n 3000 |
+			stage decode tok decode >/dev/null' &
+		group=$!
+		for _ in $(seq 100); do [ -s "$T/decode.pid" ] && break; sleep 0.05; done
+		sleep "0.$((RANDOM % 1000))"
+		case $victim in
+		all) kill -INT -- -"$group" 2>/dev/null || true ;;  # Ctrl-C
+		*) [ ! -s "$T/$victim.pid" ] || kill -TERM "$(cat "$T/$victim.pid")" 2>/dev/null || true ;;
+		esac
+		# every process ends
+		for _ in $(seq 300); do kill -0 "$group" 2>/dev/null || break; sleep 0.1; done
+		! kill -0 "$group" 2>/dev/null
+		[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' 0 "pipeline, signal to $victim" >>"$CATALOGUE_LOG"
+		[ -z "$(ls -A "$T/tmp")" ] || { ls -laR "$T/tmp" >&2; false; }
+	done
+}
