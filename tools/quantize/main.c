@@ -138,6 +138,7 @@ static void report_line(FILE *f, const struct st_tensor *t, const char *type,
 struct progress {
 	bool tty;          /* a bar on stderr, else a line per tensor */
 	FILE *report;      /* --report, or NULL */
+	const char *report_path;
 	uint64_t before, after;
 };
 
@@ -167,9 +168,14 @@ static int on_tensor(void *arg, int i, int n, const struct qwrite_info *info, st
 	}
 	pg->before += info->bytes_before;
 	pg->after += info->bytes_after;
-	if (pg->report)
+	if (pg->report) {
+		/* flushed line by line: a report that cannot be written stops
+		 * the run before the container is renamed into place */
 		report_line(pg->report, info->t, qfile_type_name(info->type), info->rel_error,
 			    info->bytes_after);
+		if (fflush(pg->report) != 0 || ferror(pg->report))
+			return err_set(e, "%s: write error", pg->report_path);
+	}
 	return 0;
 }
 
@@ -269,7 +275,7 @@ int main(int argc, char **argv)
 	case QWRITE_EGROUP: die_usage("--group-size: %s", e.msg);
 	}
 
-	struct progress pg = { .tty = isatty(STDERR_FILENO) };
+	struct progress pg = { .tty = isatty(STDERR_FILENO), .report_path = report };
 	if (report && !(pg.report = fopen(report, "w")))
 		die("%s: %m", report);
 	struct mapfile cfgmap;
