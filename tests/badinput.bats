@@ -5,8 +5,8 @@
 # one-line message; a usage error (status 2) is that line plus the usage
 # line. A crash is a wrong status, so it fails the entry.
 #
-# With CATALOGUE_LOG=FILE, every entry appends "STATUS<tab>COMMAND" to FILE
-# (the README counts them from it).
+# With CATALOGUE_LOG=FILE, every entry appends "STATUS<tab>COMMAND" (one
+# line) to FILE; the README counts them from it.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -16,7 +16,7 @@ load test_helper
 bad() {
 	local want=$1 msg=$2 cmd=$3
 	run --separate-stderr bash -c "$cmd"
-	[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$status" "$cmd" >>"$CATALOGUE_LOG"
+	[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$status" "${cmd//$'\n'/ }" >>"$CATALOGUE_LOG"
 	local ok=1
 	[ "$status" -eq "$want" ] || ok=0
 	if [ "$want" -eq 2 ]; then
