@@ -9,6 +9,7 @@
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
+#include "benchrun.h"
 #include "tokenizer.h"
 
 #include <cJSON.h>
@@ -138,13 +139,7 @@ int main(void)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 
-	double load1 = -1;
-	FILE *la = fopen("/proc/loadavg", "r");
-	if (la) {
-		if (fscanf(la, "%lf", &load1) != 1)
-			load1 = -1;
-		fclose(la);
-	}
+	double load1 = bench_load();
 	char date[32];
 	time_t tnow = time(NULL);
 	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnow));

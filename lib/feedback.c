@@ -118,10 +118,25 @@ void feedback_destroy(struct feedback *fb)
 }
 
 static struct feedback *signal_fb;
+static const char *volatile signal_also[FEEDBACK_CLEANUP_FILES];
+
+void feedback_cleanup_also(const char *path)
+{
+	for (int i = 0; i < FEEDBACK_CLEANUP_FILES; i++)
+		if (!signal_also[i]) {
+			signal_also[i] = path;
+			return;
+		}
+}
 
 static void on_signal(int sig)
 {
 	/* Only async-signal-safe calls here. */
+	for (int i = 0; i < FEEDBACK_CLEANUP_FILES; i++) {
+		const char *also = signal_also[i];
+		if (also && also[0])
+			unlink(also);
+	}
 	if (signal_fb) {
 		if (signal_fb->path[0])
 			unlink(signal_fb->path);

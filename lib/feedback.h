@@ -48,9 +48,16 @@ int feedback_next(struct feedback *fb, int watch_fd, int first_timeout_ms,
 void feedback_destroy(struct feedback *fb);
 
 /* forward: on SIGINT, SIGTERM, SIGHUP and SIGPIPE, remove fb's FIFO and
- * directory, then die of the same signal (so the shell sees the usual
- * status). fb must stay valid until feedback_destroy. */
+ * directory and the files given to feedback_cleanup_also, then die of the
+ * same signal (so the shell sees the usual status). fb may be NULL (only
+ * the files); else it must stay valid until feedback_destroy. */
 void feedback_cleanup_on_signals(struct feedback *fb);
+
+/* forward: one more file those signals remove (a temporary output file that
+ * would otherwise be left half-written), up to FEEDBACK_CLEANUP_FILES; an
+ * empty string is skipped. path must stay valid until the process ends. */
+#define FEEDBACK_CLEANUP_FILES 4
+void feedback_cleanup_also(const char *path);
 
 /* sample: opens the FIFO named in the stream header for writing. Fails with
  * a clear message when no forward is reading it or the path is not a FIFO.

@@ -45,68 +45,28 @@ static void q4_pack(const int8_t *codes, int n, uint8_t *q)
 						 ((codes[b + Q4_BLOCK / 2 + j] + 8) << 4));
 }
 
-/* Rounds w[n] * iscale to codes in [-8, 7] and returns the fit of the
- * least-squares scale for those codes: (sum w q)^2 / sum q^2, the amount of
- * squared error it removes (larger is better); *scale gets that scale. */
-static double q4_fit(const float *w, int n, float iscale, int8_t *codes, float *scale)
+/* One int4 group: scale = -m / 8 with m the weight of largest magnitude
+ * (the first on ties, with its sign), so m's code is exactly -8 and the
+ * whole range [-8, 7] is used; codes round half away from zero. Returns the
+ * scale. */
+static float q4_group(const float *w, int n, int8_t *codes)
 {
-	double swq = 0, sqq = 0;
-	for (int i = 0; i < n; i++) {
-		int8_t c = round_clamp(w[i] * iscale, -8, 7);
-		codes[i] = c;
-		swq += (double)w[i] * c;
-		sqq += (double)c * c;
-	}
-	if (sqq == 0) {
-		*scale = 0;
-		return 0;
-	}
-	*scale = (float)(swq / sqq);
-	return swq * swq / sqq;
-}
-
-/* One group: the scale search of quant.h. codes and best are scratch of n. */
-static float q4_group(const float *w, int n, int8_t *codes, int8_t *best)
-{
-	float m = 0;  /* the weight of largest magnitude, with its sign */
+	float m = 0;
 	for (int i = 0; i < n; i++)
 		if (fabsf(w[i]) > fabsf(m))
 			m = w[i];
-	if (m == 0) {
-		memset(best, 0, (size_t)n);
-		return 0;
-	}
-	double best_fit = -1;
-	float best_scale = 0, s;
-	/* m maps to a in [-9, -6.5] (the -8 side) or [6.5, 9] (the 7 side). */
-	for (int k = 0; k < 22; k++) {
-		float a = 6.5f + 0.25f * (float)(k % 11);
-		if (k >= 11)
-			a = -a;
-		double fit = q4_fit(w, n, a / m, codes, &s);
-		if (fit > best_fit) {
-			best_fit = fit;
-			best_scale = s;
-			memcpy(best, codes, (size_t)n);
-		}
-	}
-	/* One more rounding with the fitted scale. */
-	if (best_scale != 0) {
-		double fit = q4_fit(w, n, 1.0f / best_scale, codes, &s);
-		if (fit > best_fit) {
-			best_scale = s;
-			memcpy(best, codes, (size_t)n);
-		}
-	}
-	return best_scale;
+	float s = -m / 8.0f;
+	for (int i = 0; i < n; i++)
+		codes[i] = s == 0 ? 0 : round_clamp(w[i] / s, -8, 7);
+	return s;
 }
 
 void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales)
 {
-	int8_t codes[group], best[group];
+	int8_t codes[group];
 	for (int g = 0; g < n / group; g++) {
-		scales[g] = q4_group(w + (size_t)g * group, group, codes, best);
-		q4_pack(best, group, q + (size_t)g * group / 2);
+		scales[g] = q4_group(w + (size_t)g * group, group, codes);
+		q4_pack(codes, group, q + (size_t)g * group / 2);
 	}
 }
 

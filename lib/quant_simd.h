@@ -6,8 +6,13 @@
  * reference. The including file defines:
  *   A                        16 float lanes (one zmm, or two ymm)
  *   azero()
- *   q8_step(q, x, acc)       lane j += q[j] * x[j], j < 16 (one fma each)
- *   q4_step(p, x, acc)       the int4 block at p (32 weights) against x[0..32)
+ *   q8_widen(q)              the 16 codes at q as floats
+ *   afma(w, x, acc)          lane j += w[j] * x[j], j < 16 (one fma each)
+ *   q8_step(q, x, acc)       afma(q8_widen(q), x, acc)
+ *   QUANT_TB                 tokens per pass over a block of int8 rows
+ *   q4_widen(p, &lo, &hi)    the int4 block at p (32 weights) as floats:
+ *                            weights 0..15 in lo, 16..31 in hi
+ *   QUANT_TB4                tokens per pass over a block of int4 rows
  *   ascale(g, s, acc)        lane j: acc[j] = fma(g[j], s, acc[j])
  *   afold(acc)               the 16 lanes folded in halves (8, 4, 2, 1)
  *   QUANT_FN(name)           name with the ISA suffix
@@ -42,6 +47,39 @@ static inline A q8_tail(const int8_t *q, const float *x, int nv, int n, A acc)
 	return q8_step(qt, xt, acc);
 }
 
+/* Rows r .. r + 3 for the tb tokens t .. t + tb - 1: each 16 codes of a
+ * row widened once and multiplied by every token's x, so a batch pays the
+ * widening once per tb tokens; per (row, token) the sums are those of the
+ * single-token order. tb is a constant where this is inlined. */
+static inline __attribute__((always_inline)) void
+q8_rows4(const int8_t *q0, int n, int nv, const float *sc, int r, const float *xs,
+	 int ldx, float *ys, int ldy, int t, const int tb)
+{
+	const int8_t *q[4] = { q0, q0 + n, q0 + 2 * (size_t)n, q0 + 3 * (size_t)n };
+	A acc[4][QUANT_TB];
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		acc[i][j] = azero();
+	for (int c = 0; c < nv; c += 16) {
+		if ((c & 63) == 0)
+			prefetch4(q[0], q[1], q[2], q[3], (size_t)c);
+		A w[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			w[i] = q8_widen(q[i] + c);
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+			const float *x = xs + (size_t)(t + j) * ldx + c;
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				acc[i][j] = afma(w[i], x, acc[i][j]);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+		const float *x = xs + (size_t)(t + j) * ldx;
+		float *y = ys + (size_t)(t + j) * ldy;
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			y[r + i] = afold(q8_tail(q[i], x, nv, n, acc[i][j])) * sc[r + i];
+	}
+}
+
 void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
 			 const float *xs, int ldx, int T)
 {
@@ -50,25 +88,12 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	const float *sc = w->scales;
 	int r = r0;
 	for (; r + 4 <= r1; r += 4) {
-		const int8_t *q0 = base + (size_t)r * n, *q1 = q0 + n, *q2 = q1 + n,
-			     *q3 = q2 + n;
-		for (int t = 0; t < T; t++) {
-			const float *x = xs + (size_t)t * ldx;
-			float *y = ys + (size_t)t * ldy;
-			A a0 = azero(), a1 = a0, a2 = a0, a3 = a0;
-			for (int c = 0; c < nv; c += 16) {
-				if ((c & 63) == 0)
-					prefetch4(q0, q1, q2, q3, (size_t)c);
-				a0 = q8_step(q0 + c, x + c, a0);
-				a1 = q8_step(q1 + c, x + c, a1);
-				a2 = q8_step(q2 + c, x + c, a2);
-				a3 = q8_step(q3 + c, x + c, a3);
-			}
-			y[r] = afold(q8_tail(q0, x, nv, n, a0)) * sc[r];
-			y[r + 1] = afold(q8_tail(q1, x, nv, n, a1)) * sc[r + 1];
-			y[r + 2] = afold(q8_tail(q2, x, nv, n, a2)) * sc[r + 2];
-			y[r + 3] = afold(q8_tail(q3, x, nv, n, a3)) * sc[r + 3];
-		}
+		const int8_t *q0 = base + (size_t)r * n;
+		int t = 0;
+		for (; t + QUANT_TB <= T; t += QUANT_TB)
+			q8_rows4(q0, n, nv, sc, r, xs, ldx, ys, ldy, t, QUANT_TB);
+		for (; t < T; t++)
+			q8_rows4(q0, n, nv, sc, r, xs, ldx, ys, ldy, t, 1);
 	}
 	for (; r < r1; r++) {
 		const int8_t *q0 = base + (size_t)r * n;
@@ -82,6 +107,60 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	}
 }
 
+/* The int4 block at p (32 weights) against x[0..32). */
+static inline A q4_step(const uint8_t *p, const float *x, A acc)
+{
+	A lo, hi;
+	q4_widen(p, &lo, &hi);
+	return afma(hi, x + 16, afma(lo, x, acc));
+}
+
+/* Rows r .. r + 3 for the tb tokens t .. t + tb - 1, as q8_rows4: each
+ * block's codes widened once for tb tokens, the order per (row, token)
+ * that of one token. */
+static inline __attribute__((always_inline)) void
+q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int ldy,
+	 int t, const int tb)
+{
+	int n = w->cols, G = w->group_size, ng = n / G;
+	size_t rb = (size_t)n / 2;  /* bytes per row */
+	const uint8_t *q[4];
+	const float *s[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+		q[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
+		s[i] = w->scales + (size_t)(r + i) * ng;
+	}
+	A acc[4][QUANT_TB4];
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		acc[i][j] = azero();
+	for (int g = 0; g < ng; g++) {
+		A gs[4][QUANT_TB4];
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			gs[i][j] = azero();
+		for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
+			size_t o = (size_t)c / 2;
+			if ((o & 63) == 0)
+				prefetch4(q[0], q[1], q[2], q[3], o);
+			A lo[4], hi[4];
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				q4_widen(q[i] + o, &lo[i], &hi[i]);
+			_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+				const float *x = xs + (size_t)(t + j) * ldx + c;
+				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+					gs[i][j] = afma(hi[i], x + 16, afma(lo[i], x, gs[i][j]));
+			}
+		}
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			acc[i][j] = ascale(gs[i][j], s[i][g], acc[i][j]);
+	}
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		ys[(size_t)(t + j) * ldy + r + i] = afold(acc[i][j]);
+}
+
 void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
 			 const float *xs, int ldx, int T)
 {
@@ -90,35 +169,11 @@ void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	const uint8_t *base = w->data;
 	int r = r0;
 	for (; r + 4 <= r1; r += 4) {
-		const uint8_t *q0 = base + (size_t)r * rb, *q1 = q0 + rb, *q2 = q1 + rb,
-			      *q3 = q2 + rb;
-		const float *s0 = w->scales + (size_t)r * ng, *s1 = s0 + ng,
-			    *s2 = s1 + ng, *s3 = s2 + ng;
-		for (int t = 0; t < T; t++) {
-			const float *x = xs + (size_t)t * ldx;
-			float *y = ys + (size_t)t * ldy;
-			A a0 = azero(), a1 = a0, a2 = a0, a3 = a0;
-			for (int g = 0; g < ng; g++) {
-				A g0 = azero(), g1 = g0, g2 = g0, g3 = g0;
-				for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
-					size_t o = (size_t)c / 2;
-					if ((o & 63) == 0)
-						prefetch4(q0, q1, q2, q3, o);
-					g0 = q4_step(q0 + o, x + c, g0);
-					g1 = q4_step(q1 + o, x + c, g1);
-					g2 = q4_step(q2 + o, x + c, g2);
-					g3 = q4_step(q3 + o, x + c, g3);
-				}
-				a0 = ascale(g0, s0[g], a0);
-				a1 = ascale(g1, s1[g], a1);
-				a2 = ascale(g2, s2[g], a2);
-				a3 = ascale(g3, s3[g], a3);
-			}
-			y[r] = afold(a0);
-			y[r + 1] = afold(a1);
-			y[r + 2] = afold(a2);
-			y[r + 3] = afold(a3);
-		}
+		int t = 0;
+		for (; t + QUANT_TB4 <= T; t += QUANT_TB4)
+			q4_rows4(w, r, xs, ldx, ys, ldy, t, QUANT_TB4);
+		for (; t < T; t++)
+			q4_rows4(w, r, xs, ldx, ys, ldy, t, 1);
 	}
 	for (; r < r1; r++) {
 		const uint8_t *q0 = base + (size_t)r * rb;

@@ -14,10 +14,11 @@
 #include "mapfile.h"
 #include "qfile.h"
 #include "quant.h"
+#include "qwrite.h"
 #include "safetensors.h"
 
 /* Bumped whenever the bytes written change: old caches are then ignored. */
-#define GENERATOR_VERSION 2
+#define GENERATOR_VERSION 3
 #define ALIGN 64
 #define CHUNK (1 << 20)
 
@@ -215,69 +216,20 @@ static int write_container(const char *path, const char *dir, const struct st_fi
 		if ((i == 0 || access(p[i], F_OK) == 0) && mapfile_open(&mf[i], p[i], e) < 0)
 			goto done;
 	}
-	int n = st->ntensors, group = level == 4 ? Q4_DEFAULT_GROUP : 0;
-	struct qw_tensor *plan = calloc((size_t)n, sizeof *plan);
-	if (!plan) {
-		err_set(e, "%s: out of memory", path);
+	struct qwrite_opts o = { .level = level, .group_size = Q4_DEFAULT_GROUP,
+				 .embeddings = true };
+	struct qw_tensor *plan;
+	if (qwrite_plan(st, &o, &plan, e) < 0)
 		goto done;
-	}
-	for (int i = 0; i < n; i++) {
-		const struct st_tensor *t = &st->tensors[i];
-		plan[i] = (struct qw_tensor){ .name = t->name, .ndim = t->ndim, .type = WT_BF16,
-			.shape = { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 } };
-		if (qfile_quantizes(t->name, t->ndim, true))
-			plan[i].type = level == 8 ? WT_Q8 : WT_Q4;
-		if (plan[i].type == WT_Q4 && q4_check_shape((int)t->shape[1], group, e) < 0) {
-			err_prefix(e, t->name);
-			free(plan);
-			goto done;
-		}
-	}
 	static const char empty[] = "{}";
 	struct qw_header h = {
-		.level = level, .group_size = group, .embeddings = true,
 		.config_json = (const char *)mf[0].data, .config_len = mf[0].size,
 		.gen_json = mf[1].size ? (const char *)mf[1].data : empty,
 		.gen_len = mf[1].size ? mf[1].size : 2,
 		.tokenizer_json = (const char *)mf[2].data, .tokenizer_len = mf[2].size,
 	};
-	struct qwriter w;
-	if (qw_begin(&w, path, &h, plan, n, e) < 0) {
-		free(plan);
-		goto done;
-	}
-	for (int i = 0; i < n; i++) {
-		const struct st_tensor *t = &st->tensors[i];
-		const void *data = t->data;
-		void *q = NULL;
-		float *scales = NULL;
-		if (plan[i].type != WT_BF16) {
-			struct wmat src = { .type = WT_BF16, .rows = (int)t->shape[0],
-					    .cols = (int)t->shape[1], .data = t->data };
-			q = malloc(qf_data_len(plan[i].type, 2, plan[i].shape));
-			scales = malloc(qf_scales_len(plan[i].type, plan[i].shape, group));
-			if (!q || !scales) {
-				free(q);
-				free(scales);
-				qw_abort(&w);
-				free(plan);
-				err_set(e, "%s: out of memory", path);
-				goto done;
-			}
-			quant_matrix(&src, plan[i].type, group, 0, q, scales);
-			data = q;
-		}
-		int wrc = qw_write_tensor(&w, data, scales, e);
-		free(q);
-		free(scales);
-		if (wrc < 0) {
-			qw_abort(&w);
-			free(plan);
-			goto done;
-		}
-	}
+	rc = qwrite_model(path, st, plan, &h, &o, NULL, e);
 	free(plan);
-	rc = qw_commit(&w, e);
 done:
 	for (int i = 0; i < 3; i++)
 		mapfile_close(&mf[i]);

@@ -122,10 +122,10 @@ no_fifo_dir() {
 	no_fifo_dir
 }
 
-@test "generation: SIGTERM removes the FIFO directory" {
+@test "generation: SIGTERM removes the FIFO directory and the unfinished trace" {
 	mkfifo "$BATS_TEST_TMPDIR/p"
 	echo 1 > "$BATS_TEST_TMPDIR/ids"
-	forward "$SHAPES" < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/p" &
+	forward "$SHAPES" --trace "$BATS_TEST_TMPDIR/t.jsonl" < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/p" &
 	pid=$!
 	exec 4< "$BATS_TEST_TMPDIR/p"
 	head -c 4240 <&4 > /dev/null
@@ -136,6 +136,8 @@ no_fifo_dir() {
 	wait $pid || status=$?
 	assert_equal "$status" 143  # died of SIGTERM, after the cleanup
 	no_fifo_dir
+	run find "$BATS_TEST_TMPDIR" -name 't.jsonl*'
+	assert_output ""
 	exec 4<&-
 }
 

@@ -173,8 +173,11 @@ static void outfile_open(struct outfile *o, const char *path)
 	mode_t mask = umask(0);  /* mkstemp makes it 0600: give it the usual mode */
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
-	if (n == 0)
+	if (n == 0) {
 		atexit(outfiles_cleanup);
+		feedback_cleanup_on_signals(NULL);  /* generation adds its FIFO */
+	}
+	feedback_cleanup_also(o->tmp);
 	outfiles[n++] = o;
 	o->fp = fdopen(fd, "w");
 	if (!o->fp)

@@ -17,6 +17,7 @@
 #include "mapfile.h"
 #include "qfile.h"
 #include "quant.h"
+#include "qwrite.h"
 #include "safetensors.h"
 
 #include <cJSON.h>
@@ -113,11 +114,6 @@ static void map_optional(struct mapfile *m, const char *path)
 		die_err(&e);
 }
 
-static enum wtype stored_type(const struct st_tensor *t)
-{
-	return t->dtype == ST_BF16 ? WT_BF16 : WT_F32;
-}
-
 static void report_line(FILE *f, const struct st_tensor *t, const char *type,
 			double rel, uint64_t bytes)
 {
@@ -138,17 +134,49 @@ static void report_line(FILE *f, const struct st_tensor *t, const char *type,
 	cJSON_Delete(j);
 }
 
-static void progress(int i, int n, const char *name, bool tty)
+/* What the hooks keep between tensors. */
+struct progress {
+	bool tty;          /* a bar on stderr, else a line per tensor */
+	FILE *report;      /* --report, or NULL */
+	const char *report_path;
+	uint64_t before, after;
+};
+
+/* The signals that must not leave a temporary file behind: blocked from
+ * before the file exists until its path is recorded here. */
+static sigset_t fatal;
+
+static void on_begin(void *arg, const char *tmp)
 {
-	if (tty) {
-		int w = 30, done = (i * w) / n;
+	snprintf(tmp_path, sizeof tmp_path, "%s", tmp);
+	tmp_live = 1;
+	sigprocmask(SIG_UNBLOCK, &fatal, NULL);
+}
+
+static int on_tensor(void *arg, int i, int n, const struct qwrite_info *info, struct err *e)
+{
+	struct progress *pg = arg;
+	const char *name = info->t->name;
+	if (pg->tty) {
+		int w = 30, done = ((i + 1) * w) / n;
 		fprintf(stderr, "\rquantize: [%.*s%*s] %d/%d %-50.50s", done,
-			"##############################", w - done, "", i, n, name);
-		if (i == n)
+			"##############################", w - done, "", i + 1, n, name);
+		if (i + 1 == n)
 			fputc('\n', stderr);
-	} else if (i < n) {
+	} else {
 		fprintf(stderr, "quantize: %d/%d %s\n", i + 1, n, name);
 	}
+	pg->before += info->bytes_before;
+	pg->after += info->bytes_after;
+	if (pg->report) {
+		/* flushed line by line: a report that cannot be written stops
+		 * the run before the container is renamed into place */
+		report_line(pg->report, info->t, qfile_type_name(info->type), info->rel_error,
+			    info->bytes_after);
+		if (fflush(pg->report) != 0 || ferror(pg->report))
+			return err_set(e, "%s: write error", pg->report_path);
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -239,114 +267,47 @@ int main(int argc, char **argv)
 		die("%s: tensor %s does not match %s (st-inspect lists the differences)",
 		    mf.st, json_quote(q, sizeof q, m->name), mf.config);
 	}
-	int n = st.ntensors;
-	struct qw_tensor *plan = calloc((size_t)n, sizeof *plan);
-	if (!plan)
-		die("out of memory");
-	for (int i = 0; i < n; i++) {
-		const struct st_tensor *t = &st.tensors[i];
-		if (t->dtype != ST_BF16 && t->dtype != ST_F32)
-			die("%s: tensor '%s': dtype %s (quantize reads BF16 and F32)",
-			    mf.st, t->name, st_dtype_name(t->dtype));
-		plan[i] = (struct qw_tensor){ .name = t->name, .ndim = t->ndim,
-			.shape = { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 } };
-		plan[i].type = stored_type(t);
-		if (qfile_quantizes(t->name, t->ndim, embeddings)) {
-			plan[i].type = level == 8 ? WT_Q8 : WT_Q4;
-			if (level == 4 && q4_check_shape((int)t->shape[1], (int)group, &e) < 0)
-				die_usage("--group-size: %s of tensor '%s'", e.msg, t->name);
-		}
+	struct qwrite_opts o = { .level = level, .group_size = (int)group,
+				 .embeddings = embeddings, .dry_run = dry, .rel_error = true };
+	struct qw_tensor *plan;
+	switch (qwrite_plan(&st, &o, &plan, &e)) {
+	case QWRITE_EDTYPE: die("%s: %s", mf.st, e.msg);
+	case QWRITE_EGROUP: die_usage("--group-size: %s", e.msg);
 	}
 
-	FILE *rep = NULL;
-	if (report && !(rep = fopen(report, "w")))
+	struct progress pg = { .tty = isatty(STDERR_FILENO), .report_path = report };
+	if (report && !(pg.report = fopen(report, "w")))
 		die("%s: %m", report);
-	struct qwriter w;
-	struct qw_header h = {
-		.level = level, .group_size = level == 4 ? (int)group : 0,
-		.embeddings = embeddings,
-	};
 	struct mapfile cfgmap;
 	if (mapfile_open(&cfgmap, mf.config, &e) < 0)
 		die_err(&e);
 	static const char empty_json[] = "{}";
-	h.config_json = (const char *)cfgmap.data;
-	h.config_len = cfgmap.size;
-	h.gen_json = gen.size ? (const char *)gen.data : empty_json;
-	h.gen_len = gen.size ? gen.size : 2;
-	h.tokenizer_json = (const char *)tok.data;
-	h.tokenizer_len = tok.size;
+	struct qw_header h = {
+		.config_json = (const char *)cfgmap.data, .config_len = cfgmap.size,
+		.gen_json = gen.size ? (const char *)gen.data : empty_json,
+		.gen_len = gen.size ? gen.size : 2,
+		.tokenizer_json = (const char *)tok.data, .tokenizer_len = tok.size,
+	};
 	if (!dry) {
 		main_thread = pthread_self();
+		sigemptyset(&fatal);
+		sigaddset(&fatal, SIGINT);
+		sigaddset(&fatal, SIGTERM);
+		sigaddset(&fatal, SIGHUP);
+		sigprocmask(SIG_BLOCK, &fatal, NULL);
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		signal(SIGHUP, on_signal);
 		signal(SIGXFSZ, SIG_IGN);  /* a size limit is a write error, handled */
-		/* held from the temporary file's creation until the handler
-		 * knows its name (a signal in between would leave it behind) */
-		sigset_t sigs, old;
-		sigemptyset(&sigs);
-		sigaddset(&sigs, SIGINT);
-		sigaddset(&sigs, SIGTERM);
-		sigaddset(&sigs, SIGHUP);
-		sigprocmask(SIG_BLOCK, &sigs, &old);
-		if (qw_begin(&w, out, &h, plan, n, &e) < 0)
-			die_err(&e);
-		snprintf(tmp_path, sizeof tmp_path, "%s", qw_tmp_path(&w));
-		tmp_live = 1;
-		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
-
-	bool tty = isatty(STDERR_FILENO);
-	uint64_t before = 0, after = 0;
-	for (int i = 0; i < n; i++) {
-		const struct st_tensor *t = &st.tensors[i];
-		progress(i, n, t->name, tty);
-		uint64_t dl = qf_data_len(plan[i].type, plan[i].ndim, plan[i].shape);
-		uint64_t sl = qf_scales_len(plan[i].type, plan[i].shape, h.group_size);
-		const void *data = t->data;
-		void *qdata = NULL;
-		float *scales = NULL;
-		double rel = 0;
-		if (plan[i].type == WT_Q8 || plan[i].type == WT_Q4) {
-			struct wmat src = { .type = stored_type(t), .rows = (int)t->shape[0],
-					    .cols = (int)t->shape[1], .data = t->data };
-			qdata = malloc(dl);
-			scales = malloc(sl);
-			if (!qdata || !scales)
-				die("out of memory");
-			quant_matrix(&src, plan[i].type, h.group_size, 0, qdata, scales);
-			struct wmat q = { .type = plan[i].type, .rows = src.rows, .cols = src.cols,
-					  .data = qdata, .scales = scales, .group_size = h.group_size };
-			rel = quant_rel_error(&src, &q);
-			data = qdata;
-		}
-		if (!dry && qw_write_tensor(&w, data, scales, &e) < 0) {
-			tmp_live = 0;
-			qw_abort(&w);
-			die_err(&e);
-		}
-		before += t->end - t->begin;
-		after += dl + sl;
-		if (rep)
-			report_line(rep, t, qfile_type_name(plan[i].type), rel, dl + sl);
-		free(qdata);
-		free(scales);
-	}
-	progress(n, n, "", tty);
-	if (rep && (fflush(rep) != 0 || ferror(rep) || fclose(rep) != 0)) {
-		if (!dry) {
-			tmp_live = 0;
-			qw_abort(&w);
-		}
+	struct qwrite_hooks hooks = { on_begin, on_tensor, &pg };
+	int rc = qwrite_model(out, &st, plan, &h, &o, &hooks, &e);
+	tmp_live = 0;
+	if (rc < 0)
+		die_err(&e);
+	if (pg.report && (fflush(pg.report) != 0 || ferror(pg.report) || fclose(pg.report) != 0))
 		die("%s: write error", report);
-	}
-	if (!dry) {
-		int rc = qw_commit(&w, &e);
-		tmp_live = 0;
-		if (rc < 0)
-			die_err(&e);
-	}
+	uint64_t before = pg.before, after = pg.after;
 	fprintf(stderr, "quantize: %s%s: %" PRIu64 " bytes of tensors, %.1f%% of %" PRIu64 " (int%d%s)\n",
 		dry ? "dry run, not written: " : "", dry ? argv[optind] : out, after,
 		100.0 * (double)after / (double)before, before, level,

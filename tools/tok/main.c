@@ -11,12 +11,12 @@
  */
 #include "chat.h"
 #include "cli.h"
+#include "datadir.h"
 #include "tokenizer.h"
 #include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,34 +48,11 @@ struct opts {
 	int n_files;
 };
 
-static int exists(const char *p)
-{
-	return access(p, R_OK) == 0;
-}
-
-/* The bundled tokenizer, found from the executable's own directory D:
- * D/../share/qwenpipe/BUNDLED (after `make install`), else the first
- * D/data/BUNDLED, D/../data/BUNDLED, ... up to four levels up (bin/tok and
- * build/san/bin/tok in a checkout). NULL when none exists. */
+/* The bundled tokenizer (lib/datadir.h), or NULL. */
 static char *default_tokenizer(void)
 {
 	static char path[PATH_MAX + 64];
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	char *dir = dirname(exe);
-	snprintf(path, sizeof path, "%s/../share/qwenpipe/%s", dir, BUNDLED);
-	if (exists(path))
-		return path;
-	char up[64] = "";
-	for (int i = 0; i <= 4; i++, strcat(up, "../")) {
-		snprintf(path, sizeof path, "%s/%sdata/%s", dir, up, BUNDLED);
-		if (exists(path))
-			return path;
-	}
-	return NULL;
+	return (char *)datadir_find(BUNDLED, path, sizeof path);
 }
 
 static struct tokenizer *load(const struct opts *o)

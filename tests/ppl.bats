@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# ppl: perplexity against tests/golden/ppl-shakespeare-tiny.json, the
+# container round trip, determinism, and bad input.
+#
+# Cost: the heldout text is 32,523 tokens and each pass over it runs the
+# 151,936-row LM head for every token. `make test` runs the whole text for
+# fp32 at chunks 64, 128, 256, 512 and for int8, int8+embed, int4 and
+# int4+embed at 256 (eight passes); under `make check` (sanitizers, BIN
+# under build/san) every level is checked on its first 8 chunks only (the
+# golden file has their NLLs), and the whole-text gates are skipped.
+bats_require_minimum_version 1.5.0
+load test_helper
+
+setup() {
+	load_assert
+	PPL_GOLDEN="$GOLDEN/ppl-shakespeare-tiny.json"
+}
+
+sanitized() {
+	[[ "$BIN" == */san/* ]]
+}
+
+# $1: ppl --json output; $2: golden level key; $3: index of the chunk size
+# in the golden list. Prints the first 8 chunks' largest relative NLL
+# difference, and "ok" when it is below 1e-4.
+first8() {
+	jq -r --slurpfile g "$PPL_GOLDEN" --arg lv "$2" --argjson k "$3" --argjson i "$4" '
+		[range(8) as $c | ((.levels[$i].chunk_nll[$c] -
+			$g[0].levels[$lv][$k].per_chunk_nll_first8[$c]) /
+			$g[0].levels[$lv][$k].per_chunk_nll_first8[$c] | fabs)] | max |
+		"\(.) \(if . < 1e-4 then "ok" else "BAD" end)"' <<<"$1"
+}
+
+@test "every level's first 8 chunks match the golden NLLs within 1e-4" {
+	run -0 --separate-stderr ppl "$TINY" --level fp32 --chunk 64,128,256,512 \
+		--max-chunks 8 --no-compare --json
+	fp32="$output"
+	for k in 0 1 2 3; do
+		run -0 first8 "$fp32" fp32 "$k" "$k"
+		assert_output --regexp " ok$"
+	done
+	run -0 --separate-stderr ppl "$TINY" --level int8,int8+embed --max-chunks 8 --no-compare --json
+	q="$output"
+	run -0 first8 "$q" int8 0 0
+	assert_output --regexp " ok$"
+	run -0 first8 "$q" int8+embed 0 1
+	assert_output --regexp " ok$"
+}
+
+@test "the whole text: fp32 at chunks 64 to 512 within 1e-4 of the golden" {
+	sanitized && skip "whole-text gates run under make test, not make check"
+	run -0 --separate-stderr ppl "$TINY" --level fp32 --chunk 64,128,256,512 --no-compare --json
+	run -0 jq -r --slurpfile g "$PPL_GOLDEN" '
+		[.levels[] | . as $r | $g[0].levels.fp32[] | select(.chunk == $r.chunk) |
+		 "\(.chunk) \($r.scored == .scored) \((($r.ppl - .ppl) / .ppl | fabs) < 1e-4)"] | .[]' <<<"$output"
+	assert_output "$(printf '64 true true\n128 true true\n256 true true\n512 true true')"
+}
+
+@test "the whole text: int8, int8+embed within 1e-4; int4 below the round-to-nearest baseline" {
+	sanitized && skip "whole-text gates run under make test, not make check"
+	run -0 --separate-stderr ppl "$TINY" --level int8,int8+embed,int4,int4+embed --no-compare --json
+	run -0 jq -r --slurpfile g "$PPL_GOLDEN" '
+		def rel($a; $b): (($a - $b) / $b | fabs);
+		.levels[] | . as $r |
+		if .level == "int8" or .level == "int8+embed" then "\(.level) \(rel(.ppl; $g[0].levels[$r.level][0].ppl) < 1e-4)"
+		elif .level == "int4" then "int4 \(.ppl < $g[0].levels.int4g32[0].ppl)"
+		else "int4+embed \(.ppl < $g[0].levels["int4g32+embed"][0].ppl)" end' <<<"$output"
+	assert_output "$(printf 'int8 true\nint8+embed true\nint4 true\nint4+embed true')"
+}
+
+@test "a container gives the same NLLs as the same level quantized in memory" {
+	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q4" --level int4 2>/dev/null
+	run -0 st-inspect "$BATS_TEST_TMPDIR/t.q4"
+	assert_line "config        embedded: matches"
+	run -0 --separate-stderr ppl "$BATS_TEST_TMPDIR/t.q4" --max-chunks 2 --json
+	a=$(jq -c '[.levels[0].chunk_nll, .levels[0].weight_bytes]' <<<"$output")
+	run -0 --separate-stderr ppl "$TINY" --level int4 --max-chunks 2 --no-compare --json
+	b=$(jq -c '[.levels[0].chunk_nll, .levels[0].weight_bytes]' <<<"$output")
+	[ "$a" = "$b" ]
+}
+
+@test "side by side with fp32: KL and top-1 agreement, the same digits every run" {
+	run -0 --separate-stderr ppl "$TINY" --level fp32,int8 --max-chunks 2 --chunk 64 --json
+	one=$(jq -c '[.levels[] | del(.seconds)]' <<<"$output")
+	run -0 --separate-stderr ppl "$TINY" --level fp32,int8 --max-chunks 2 --chunk 64 --json --threads 1
+	two=$(jq -c '[.levels[] | del(.seconds)]' <<<"$output")
+	[ "$one" = "$two" ]
+	run -0 jq -r '.[1] | "\(.scored) \(.mean_kl > 0 and .mean_kl < 1e-3) \(.top1_agree > 0.9)"' <<<"$one"
+	assert_output "126 true true"
+	run -0 jq -r '.[0] | "\(.mean_kl) \(.top1_agree) \(.delta_pct)"' <<<"$one"
+	assert_output "0 1 0"
+}
+
+@test "the table has one row per level and chunk size" {
+	run -0 --separate-stderr ppl "$TINY" --level int4-rtn --chunk 32,64 --max-chunks 1
+	assert_line -n 0 --regexp "^level +chunk +weight bytes +ppl +delta +mean KL +top-1 +time$"
+	assert_line -n 1 --regexp "^int4-rtn +32 +19601408 "
+	assert_line -n 2 --regexp "^int4-rtn +64 +19601408 "
+	[ "${#lines[@]}" -eq 3 ]
+}
+
+@test "token ids can come from tok encode" {
+	head -c 3000 "$TINY/heldout.txt" | tok encode >"$BATS_TEST_TMPDIR/ids"
+	run -0 --separate-stderr ppl "$TINY" --ids "$BATS_TEST_TMPDIR/ids" --level bf16 --chunk 100 --no-compare --json
+	a=$(jq -c '.levels[0].chunk_nll' <<<"$output")
+	head -c 3000 "$TINY/heldout.txt" >"$BATS_TEST_TMPDIR/text"
+	run -0 --separate-stderr ppl "$TINY" --text "$BATS_TEST_TMPDIR/text" --level bf16 --chunk 100 --no-compare --json
+	[ "$a" = "$(jq -c '.levels[0].chunk_nll' <<<"$output")" ]
+}
+
+@test "bad input is one line naming the flag, line or file" {
+	run -2 ppl "$TINY" --level int3
+	assert_line -n 0 "ppl: --level: 'int3' is not fp32, bf16, int8, int4 or int4-rtn (with +embed for the int levels)"
+	run -2 ppl "$TINY" --chunk 1
+	assert_line -n 0 --partial "ppl: --chunk: "
+	printf '1 2\n3 x\n' >"$BATS_TEST_TMPDIR/bad"
+	run -1 ppl "$TINY" --ids "$BATS_TEST_TMPDIR/bad"
+	assert_output "ppl: $BATS_TEST_TMPDIR/bad: line 2: 'x' is not a whole number"
+	printf '1 2 3\n' >"$BATS_TEST_TMPDIR/few"
+	run -1 ppl "$TINY" --ids "$BATS_TEST_TMPDIR/few" --level bf16
+	assert_output "ppl: bf16: 3 tokens make no complete chunk of 256"
+	quantize "$SHAPES" -o "$BATS_TEST_TMPDIR/s.q8" --level int8 2>/dev/null
+	run -2 ppl "$BATS_TEST_TMPDIR/s.q8" --level int8
+	assert_line -n 0 "ppl: $BATS_TEST_TMPDIR/s.q8 is a container: it is the only level (give the safetensors MODEL to compare levels)"
+}

@@ -1,0 +1,449 @@
+/* ppl: perplexity of a model at several precisions, side by side with
+ * float32.
+ *
+ *   ppl MODEL [CONTAINER...] [--level fp32,bf16,int8,int4] [--chunk 256]
+ *       [--text FILE | --ids FILE] [--json]
+ *
+ * Each level is the safetensors MODEL loaded as float32, as bf16, or
+ * quantized in memory (lib/qmodel.h: the same code as `quantize`); each
+ * CONTAINER is one more level, read as stored. Every level runs side by
+ * side with the float32 model (lib/ppl.h), which gives the KL divergence
+ * and top-1 agreement without writing any logits anywhere.
+ */
+#include "cli.h"
+#include "datadir.h"
+#include "forward.h"
+#include "model.h"
+#include "parse.h"
+#include "ppl.h"
+#include "qfile.h"
+#include "qmodel.h"
+#include "quant.h"
+#include "tokenizer.h"
+
+#include <cJSON.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"ppl MODEL [CONTAINER...] [--level LIST] [--chunk LIST] [--group-size N] "
+	"[--text FILE | --ids FILE] [--max-chunks N] [--threads N] [--json]";
+
+static const char help[] =
+	"Measures perplexity at several precisions, each beside float32.\n"
+	"\n"
+	"  MODEL              a safetensors model directory (or a container, alone)\n"
+	"  CONTAINER          a .q8 / .q4 from quantize: one more level, as stored\n"
+	"  -l, --level LIST   comma-separated, from fp32, bf16, int8, int4,\n"
+	"                     int4-rtn (the round-to-nearest baseline), each int\n"
+	"                     level optionally with +embed (the embeddings too)\n"
+	"                     (default fp32,bf16,int8,int4)\n"
+	"  -c, --chunk LIST   tokens per chunk, one or more (default 256)\n"
+	"  -g, --group-size N int4 group size (default 32)\n"
+	"  -x, --text FILE    the text, tokenized with the model's tokenizer\n"
+	"                     (default: the bundled data/shakespeare-tiny/heldout.txt)\n"
+	"  -i, --ids FILE     token ids instead of text ('-': stdin)\n"
+	"  -m, --max-chunks N only the first N chunks\n"
+	"  -t, --threads N    worker threads (default: the physical cores)\n"
+	"  -n, --no-compare   no float32 run beside each level: no KL, no top-1,\n"
+	"                     delta only against an fp32 level in the list; half\n"
+	"                     the time\n"
+	"  -j, --json         one JSON object on stdout instead of the table\n"
+	"  -h, --help         this text\n"
+	"\n"
+	"Protocol (tests/golden/README.md): non-overlapping chunks of --chunk\n"
+	"tokens from the start of the text, a partial last chunk dropped, each\n"
+	"chunk from an empty cache, every token but the first of a chunk scored,\n"
+	"NLL summed in float64; ppl = exp(NLL / scored). Mean KL is\n"
+	"KL(fp32 || level) over the scored positions; top-1 is how often the two\n"
+	"argmaxes agree; time is the level's own forward passes. Progress goes\n"
+	"to stderr. The same command gives the same digits (time aside).\n";
+
+#define MAX_LEVELS 16
+#define MAX_CHUNKS 8
+#define BUNDLED_TEXT "shakespeare-tiny/heldout.txt"
+#define BUNDLED_TOKENIZER "qwen2.5-0.5b-instruct/tokenizer.json"
+
+enum kind { LV_FP32, LV_BF16, LV_QUANT, LV_FILE };
+
+struct level {
+	char name[96];
+	enum kind kind;
+	struct qscheme qs;
+	const char *path;  /* LV_FILE */
+};
+
+static int parse_level(const char *s, int group, struct level *l)
+{
+	memset(l, 0, sizeof *l);
+	snprintf(l->name, sizeof l->name, "%s", s);
+	if (!strcmp(s, "fp32")) {
+		l->kind = LV_FP32;
+		return 0;
+	}
+	if (!strcmp(s, "bf16")) {
+		l->kind = LV_BF16;
+		return 0;
+	}
+	static const char *const q[] = { "int8", "int4", "int4-rtn" };
+	for (int i = 0; i < 3; i++) {
+		size_t n = strlen(q[i]);
+		if (strncmp(s, q[i], n) != 0 || (s[n] && strcmp(s + n, "+embed") != 0))
+			continue;
+		l->kind = LV_QUANT;
+		l->qs = (struct qscheme){ i ? WT_Q4 : WT_Q8, i ? group : 0, s[n] != 0, i == 2 };
+		return 0;
+	}
+	return -1;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	if (!f)
+		die("%s: %m", path);
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap + 1);
+	size_t k;
+	while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += k;
+		if (n == cap)
+			buf = realloc(buf, (cap *= 2) + 1);
+	}
+	if (!buf)
+		die("out of memory");
+	if (ferror(f))
+		die("%s: read error", path);
+	if (f != stdin)
+		fclose(f);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* Whitespace-separated decimal ids; errors name the line. */
+static int *read_ids(const char *path, long *n)
+{
+	size_t len;
+	char *text = read_all(path, &len);
+	long cap = 1024, k = 0, line = 1;
+	int *ids = malloc(sizeof(int) * (size_t)cap);
+	char *p = text;
+	while (ids) {
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			line += *p++ == '\n';
+		if (!*p)
+			break;
+		char *end = p + strcspn(p, " \t\r\n"), save = *end;
+		*end = 0;
+		long v;
+		struct err e;
+		if (parse_long(p, 0, INT_MAX, &v, &e) < 0)
+			die("%s: line %ld: %s", path, line, e.msg);
+		*end = save;
+		p = end;
+		if (k == cap)
+			ids = realloc(ids, sizeof(int) * (size_t)(cap *= 2));
+		if (ids)
+			ids[k++] = (int)v;
+	}
+	if (!ids)
+		die("out of memory");
+	free(text);
+	*n = k;
+	return ids;
+}
+
+static int *tokenize(const char *text_path, const char *tok_path, long *n)
+{
+	struct err e;
+	struct tokenizer *t = tok_load(tok_path, &e);
+	if (!t)
+		die_err(&e);
+	size_t len;
+	char *text = read_all(text_path, &len);
+	struct idvec iv = { 0 };
+	if (tok_encode(t, (const unsigned char *)text, len, 0, &iv, NULL, &e) < 0)
+		die_err(&e);
+	free(text);
+	tok_free(t);
+	*n = (long)iv.n;
+	return iv.v;
+}
+
+static void progress(void *arg, int done, int total)
+{
+	fprintf(stderr, "\rppl: %s %d/%d", (const char *)arg, done, total);
+	if (done == total)
+		fputc('\n', stderr);
+}
+
+static void load(struct model *m, const char *path, const struct level *l)
+{
+	struct model_opts o = { .f32 = l->kind == LV_FP32 };
+	struct err e;
+	if (model_load(m, path, &o, &e) < 0 ||
+	    (l->kind == LV_QUANT && model_quantize(m, &l->qs, &e) < 0))
+		die_err(&e);
+}
+
+static void start(struct forward *f, const struct model *m, int ctx, int threads)
+{
+	struct forward_opts o = { .threads = threads, .ctx = ctx, .level = cpu_level_env(NULL) };
+	struct err e;
+	if (forward_init(f, m, &o, &e) < 0)
+		die_err(&e);
+}
+
+struct row {
+	const struct level *l;
+	size_t bytes;
+	struct ppl_stats s;
+	double ref_ppl;   /* fp32 at the same chunk, or 0 when there is none */
+	bool self;        /* the fp32 level itself */
+};
+
+/* Delta, mean KL and top-1 of a row: false when there is nothing to
+ * compare with. */
+static bool versus(const struct row *r, double *delta, double *kl, double *top1)
+{
+	if (r->ref_ppl == 0)
+		return false;
+	*delta = 100 * (r->s.ppl / r->ref_ppl - 1);
+	*kl = r->s.compared ? r->s.kl_sum / (double)r->s.compared : 0;
+	*top1 = r->s.compared ? (double)r->s.agree / (double)r->s.compared : 1;
+	return r->s.compared || r->self;
+}
+
+static void print_table(const struct row *rows, int n)
+{
+	printf("%-16s %6s %14s %11s %9s %10s %8s %9s\n", "level", "chunk", "weight bytes",
+	       "ppl", "delta", "mean KL", "top-1", "time");
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		double d, kl, t1;
+		printf("%-16s %6d %14zu %11.4f ", r->l->name, r->s.chunk, r->bytes, r->s.ppl);
+		bool full = versus(r, &d, &kl, &t1);
+		if (r->ref_ppl)
+			printf("%+8.3f%% ", d);
+		else
+			printf("%9s ", "-");
+		if (full)
+			printf("%10.3e %7.2f%%", kl, 100 * t1);
+		else
+			printf("%10s %8s", "-", "-");
+		printf(" %8.2fs\n", r->s.seconds);
+	}
+}
+
+static void print_json(const struct row *rows, int n, const char *text, long ntok)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "text", text);
+	cJSON_AddNumberToObject(o, "tokens", (double)ntok);
+	cJSON *a = cJSON_AddArrayToObject(o, "levels");
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "level", r->l->name);
+		cJSON_AddNumberToObject(j, "chunk", r->s.chunk);
+		cJSON_AddNumberToObject(j, "n_chunks", r->s.n_chunks);
+		cJSON_AddNumberToObject(j, "scored", (double)r->s.scored);
+		cJSON_AddNumberToObject(j, "weight_bytes", (double)r->bytes);
+		cJSON_AddNumberToObject(j, "nll_sum", r->s.nll_sum);
+		cJSON_AddNumberToObject(j, "ppl", r->s.ppl);
+		double d, kl, t1;
+		bool full = versus(r, &d, &kl, &t1);
+		if (r->ref_ppl)
+			cJSON_AddNumberToObject(j, "delta_pct", d);
+		if (full) {
+			cJSON_AddNumberToObject(j, "mean_kl", kl);
+			cJSON_AddNumberToObject(j, "top1_agree", t1);
+		}
+		cJSON_AddNumberToObject(j, "seconds", r->s.seconds);
+		cJSON *c = cJSON_AddArrayToObject(j, "chunk_nll");
+		for (int k = 0; k < r->s.n_chunks; k++)
+			cJSON_AddItemToArray(c, cJSON_CreateNumber(r->s.chunk_nll[k]));
+		cJSON_AddItemToArray(a, j);
+	}
+	char *s = cJSON_Print(o);
+	if (!s)
+		die("out of memory");
+	puts(s);
+	free(s);
+	cJSON_Delete(o);
+}
+
+int main(int argc, char **argv)
+{
+	const char *level_list = NULL;   /* --level: default below */
+	long chunks[MAX_CHUNKS] = { 256 };  /* --chunk */
+	int nchunks = 1;
+	long group = Q4_DEFAULT_GROUP;   /* --group-size */
+	const char *text = NULL;         /* --text: default the bundled heldout */
+	const char *ids_path = NULL;     /* --ids */
+	long max_chunks = 0;             /* --max-chunks: 0 = all */
+	long threads = 0;                /* --threads: 0 = physical cores */
+	bool json = false;               /* --json */
+	bool compare = true;             /* --no-compare: skip the float32 side run */
+
+	cli_init("ppl", usage);
+	static const struct option opts[] = {
+		{ "level", required_argument, 0, 'l' },
+		{ "chunk", required_argument, 0, 'c' },
+		{ "group-size", required_argument, 0, 'g' },
+		{ "text", required_argument, 0, 'x' },
+		{ "ids", required_argument, 0, 'i' },
+		{ "max-chunks", required_argument, 0, 'm' },
+		{ "threads", required_argument, 0, 't' },
+		{ "json", no_argument, 0, 'j' },
+		{ "no-compare", no_argument, 0, 'n' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	opterr = 0;
+	int c;
+	struct err e;
+	while ((c = getopt_long(argc, argv, ":l:c:g:x:i:m:t:jnh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': level_list = optarg; break;
+		case 'c':
+			if (parse_long_list(optarg, 2, 1 << 20, chunks, MAX_CHUNKS, &nchunks, &e) < 0)
+				die_usage("--chunk: %s", e.msg);
+			break;
+		case 'g': group = flag_long("--group-size", optarg, Q4_BLOCK, 1 << 20); break;
+		case 'x': text = optarg; break;
+		case 'i': ids_path = optarg; break;
+		case 'm': max_chunks = flag_long("--max-chunks", optarg, 1, INT_MAX); break;
+		case 't': threads = flag_long("--threads", optarg, 1, 1024); break;
+		case 'j': json = true; break;
+		case 'n': compare = false; break;
+		case 'h': fputs(help, stdout); fputs("usage: ", stdout); puts(usage); cli_exit(0);
+		case ':': die_usage("%s: missing value", argv[optind - 1]);
+		default: die_usage("%s: unknown option", argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		die_usage("missing MODEL");
+	if (text && ids_path)
+		die_usage("--text and --ids are exclusive");
+	if (group % Q4_BLOCK != 0)
+		die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
+	const char *model = argv[optind];
+	bool container = qfile_sniff(model);
+	if (container && (level_list || optind + 1 < argc))
+		die_usage("%s is a container: it is the only level (give the safetensors "
+			  "MODEL to compare levels)", model);
+
+	struct level levels[MAX_LEVELS];
+	int nl = 0;
+	if (container) {
+		levels[nl++] = (struct level){ .kind = LV_FILE, .path = model };
+		snprintf(levels[0].name, sizeof levels[0].name, "%s", model);
+	} else {
+		char *list = strdup(level_list ? level_list : "fp32,bf16,int8,int4");
+		for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+			if (nl == MAX_LEVELS)
+				die_usage("--level: more than %d levels", MAX_LEVELS);
+			if (parse_level(tok, (int)group, &levels[nl++]) < 0)
+				die_usage("--level: '%s' is not fp32, bf16, int8, int4 or int4-rtn "
+					  "(with +embed for the int levels)", tok);
+		}
+		free(list);
+		for (int i = optind + 1; i < argc; i++) {
+			if (nl == MAX_LEVELS)
+				die_usage("more than %d levels", MAX_LEVELS);
+			levels[nl] = (struct level){ .kind = LV_FILE, .path = argv[i] };
+			snprintf(levels[nl].name, sizeof levels[nl].name, "%s", argv[i]);
+			nl++;
+		}
+	}
+
+	/* The tokens. */
+	long ntok;
+	int *ids;
+	char tp[PATH_MAX + 64], kp[PATH_MAX + 64];
+	if (ids_path) {
+		ids = read_ids(ids_path, &ntok);
+	} else {
+		if (!text && !(text = datadir_find(BUNDLED_TEXT, tp, sizeof tp)))
+			die("the bundled text (data/%s) is not next to this executable; "
+			    "give one with --text", BUNDLED_TEXT);
+		struct stat sb;
+		const char *tok = NULL;
+		if (!container && stat(model, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			snprintf(kp, sizeof kp, "%s/tokenizer.json", model);
+			tok = access(kp, R_OK) == 0 ? kp : NULL;
+		}
+		if (!tok && !(tok = datadir_find(BUNDLED_TOKENIZER, kp, sizeof kp)))
+			die("no tokenizer.json in %s, and the bundled one is not next to this "
+			    "executable; give token ids with --ids", model);
+		ids = tokenize(text, tok, &ntok);
+	}
+
+	long maxc = 0;
+	for (int k = 0; k < nchunks; k++)
+		maxc = chunks[k] > maxc ? chunks[k] : maxc;
+	/* The float32 model that runs beside every other level. */
+	bool side = !container && compare;
+	struct model ref;
+	struct forward fref;
+	static const struct level fp32 = { .name = "fp32", .kind = LV_FP32 };
+	if (side) {
+		load(&ref, model, &fp32);
+		start(&fref, &ref, (int)maxc, (int)threads);
+	}
+
+	struct row rows[MAX_LEVELS * MAX_CHUNKS];
+	int nr = 0;
+	bool tty = isatty(STDERR_FILENO);
+	for (int i = 0; i < nl; i++) {
+		bool self = levels[i].kind == LV_FP32;
+		struct model m, *mp = &m;
+		struct forward f, *fp = &f;
+		if (self && side) {
+			mp = &ref;
+			fp = &fref;
+		} else {
+			load(&m, levels[i].kind == LV_FILE ? levels[i].path : model, &levels[i]);
+			start(&f, &m, (int)maxc, (int)threads);
+		}
+		for (int k = 0; k < nchunks; k++) {
+			struct row *r = &rows[nr++];
+			*r = (struct row){ .l = &levels[i], .bytes = mp->weight_bytes, .self = self };
+			if (ppl_run(fp, side && !self ? &fref : NULL, ids, ntok, (int)chunks[k],
+				    (int)max_chunks, &r->s, tty ? progress : NULL, levels[i].name,
+				    &e) < 0)
+				die("%s: %s", levels[i].name, e.msg);
+		}
+		if (fp != &fref) {
+			forward_free(&f);
+			model_free(&m);
+		}
+	}
+	/* What each row compares with: the side run, or an fp32 row. */
+	for (int i = 0; i < nr; i++) {
+		rows[i].ref_ppl = rows[i].s.compared ? rows[i].s.ref_ppl : 0;
+		for (int j = 0; j < nr && !rows[i].ref_ppl; j++)
+			if (rows[j].self && rows[j].s.chunk == rows[i].s.chunk)
+				rows[i].ref_ppl = rows[j].s.ppl;
+	}
+	if (json)
+		print_json(rows, nr, ids_path ? ids_path : text, ntok);
+	else
+		print_table(rows, nr);
+	for (int i = 0; i < nr; i++)
+		ppl_stats_free(&rows[i].s);
+	if (side) {
+		forward_free(&fref);
+		model_free(&ref);
+	}
+	free(ids);
+	cli_exit(0);
+}
