@@ -5,8 +5,8 @@
 # one-line message; a usage error (status 2) is that line plus the usage
 # line. A crash is a wrong status, so it fails the entry.
 #
-# With CATALOGUE_LOG=FILE, every entry appends "STATUS<tab>COMMAND" to FILE
-# (the README counts them from it).
+# With CATALOGUE_LOG=FILE, every entry appends "STATUS<tab>COMMAND" (one
+# line) to FILE; the README counts them from it.
 
 bats_require_minimum_version 1.5.0
 load test_helper
@@ -16,7 +16,7 @@ load test_helper
 bad() {
 	local want=$1 msg=$2 cmd=$3
 	run --separate-stderr bash -c "$cmd"
-	[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$status" "$cmd" >>"$CATALOGUE_LOG"
+	[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$status" "${cmd//$'\n'/ }" >>"$CATALOGUE_LOG"
 	local ok=1
 	[ "$status" -eq "$want" ] || ok=0
 	if [ "$want" -eq 2 ]; then
@@ -235,6 +235,15 @@ config_dir() {
 	bad 2 "quantize: --group-size: 33 is not a multiple of 32" "$Q --group-size 33"
 	bad 2 "quantize: --group-size: 'x' is not a whole number" "$Q --group-size x"
 	bad 2 "quantize: --level: 'int3' is not int8 or int4" "quantize '$SHAPES' -o '$BATS_TEST_TMPDIR/q.q4' --level int3"
+	P="ppl '$TINY'"
+	bad 2 "ppl: --chunk: 0 is out of range [2, 1048576]" "$P --chunk 0"
+	bad 2 "ppl: --chunk: 1 is out of range [2, 1048576]" "$P --chunk 1"
+	bad 2 "ppl: --chunk: 'x' is not a whole number" "$P --chunk x"
+	bad 2 "ppl: --chunk: '' is not a number" "$P --chunk 10,,20"
+	bad 2 "ppl: --group-size: 33 is not a multiple of 32" "$P --group-size 33"
+	bad 2 "ppl: --max-chunks: 0 is out of range [1, 2147483647]" "$P --max-chunks 0"
+	bad 2 "ppl: --max-chunks: -1 is out of range [1, 2147483647]" "$P --max-chunks -1"
+	bad 2 "ppl: --threads: 0 is out of range [1, 1024]" "$P --threads 0"
 	[ ! -e "$BATS_TEST_TMPDIR/q.q4" ]
 }
 
@@ -308,19 +317,20 @@ config_dir() {
 		mkdir "$T/out"
 		quantize "$TINY" -o "$T/out/m.q4" --level int4 --embeddings 2>/dev/null &
 		pid=$!
-		sleep "0.$((RANDOM % 1000))"
+		# once the temporary file exists, 0 to 0.3 s (it takes about 0.3 s)
+		for _ in $(seq 200); do [ -z "$(ls -A "$T/out")" ] || break; sleep 0.01; done
+		sleep "$(printf '0.%03d' $((RANDOM % 300)))"
 		kill -"$sig" "$pid" 2>/dev/null || true
 		rc=0
 		wait "$pid" || rc=$?
 		[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' "$rc" "quantize, SIG$sig" >>"$CATALOGUE_LOG"
-		# killed (128 + signal) with nothing left, or done with a valid file
-		if [ "$rc" -ne 0 ]; then
-			[ "$rc" -eq $((128 + $(kill -l "$sig"))) ]
-			[ -z "$(ls -A "$T/out")" ]
-		else
-			[ "$(ls -A "$T/out")" = m.q4 ]
-			st-inspect "$T/out/m.q4" >/dev/null
-		fi
+		# done, or killed (128 + signal); either way no temporary file,
+		# and the output is absent or complete (a signal after the rename)
+		[ "$rc" -eq 0 ] || [ "$rc" -eq $((128 + $(kill -l "$sig"))) ]
+		left=$(ls -A "$T/out")
+		[ "$left" = m.q4 ] || [ -z "$left" ]
+		[ -z "$left" ] || st-inspect "$T/out/m.q4" >/dev/null
+		[ "$rc" -ne 0 ] || [ -n "$left" ]
 	done
 }
 
@@ -338,7 +348,7 @@ config_dir() {
 			stage decode tok decode >/dev/null' &
 		group=$!
 		for _ in $(seq 100); do [ -s "$T/decode.pid" ] && break; sleep 0.05; done
-		sleep "0.$((RANDOM % 1000))"
+		sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
 		case $victim in
 		all) kill -INT -- -"$group" 2>/dev/null || true ;;  # Ctrl-C
 		*) [ ! -s "$T/$victim.pid" ] || kill -TERM "$(cat "$T/$victim.pid")" 2>/dev/null || true ;;
