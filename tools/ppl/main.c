@@ -421,6 +421,10 @@ int main(int argc, char **argv)
 				    (int)max_chunks, &r->s, tty ? progress : NULL, levels[i].name,
 				    &e) < 0)
 				die("%s: %s", levels[i].name, e.msg);
+			if (!tty)
+				fprintf(stderr, "ppl: %s, chunk %d: %.4f (%d chunks, %.1f s)\n",
+					levels[i].name, r->s.chunk, r->s.ppl, r->s.n_chunks,
+					r->s.seconds);
 		}
 		if (fp != &fref) {
 			forward_free(&f);
