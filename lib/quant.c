@@ -223,46 +223,27 @@ void q8a_quantize(const float *x, int n, struct q8act *a)
 	}
 }
 
-/* The integer dot product of n weight codes with n activation codes. */
-static int32_t q8a_block_dot(const int8_t *wq, const int8_t *aq, int n)
+/* The canonical int8-activation order (quant.h), one code at a time: the
+ * integer sum of each 4 columns, then its lane's fma. */
+void matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
+		       int r0, int r1)
 {
-	int32_t sum = 0;
-	for (int c = 0; c < n; c++)
-		sum += (int32_t)wq[c] * aq[c];
-	return sum;
-}
-
-void q8_matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
-			  int r0, int r1)
-{
-	int n = w->cols;
+	int n = w->cols, q4 = w->type == WT_Q4, G = q4 ? w->group_size : 1;
 	for (int r = r0; r < r1; r++) {
-		const int8_t *q = (const int8_t *)w->data + (size_t)r * n;
-		float acc = 0;
-		for (int b = 0; b < n; b += Q8A_BLOCK) {
-			int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
-			acc += (float)q8a_block_dot(q + b, a->q + b, e - b) *
-			       a->scales[b / Q8A_BLOCK];
+		const int8_t *q8 = (const int8_t *)w->data + (size_t)r * n;
+		const float *ws = w->scales + (size_t)r * (n / G);
+		float acc[KDOT_LANES] = { 0 };
+		for (int c = 0; c < n; c += 4) {
+			int32_t d = 0;
+			for (int i = c; i < c + 4 && i < n; i++)
+				d += (q4 ? q4_code(w, r, i) : q8[i]) * a->q[i];
+			float s = a->scales[c / Q8A_BLOCK];
+			if (q4)
+				s *= ws[c / G];
+			int j = c / 4 % KDOT_LANES;
+			acc[j] = fmaf((float)d, s, acc[j]);
 		}
-		y[r] = acc * w->scales[r];
-	}
-}
-
-void q4_matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
-			  int r0, int r1)
-{
-	int n = w->cols, G = w->group_size;
-	int8_t codes[Q4_BLOCK];
-	for (int r = r0; r < r1; r++) {
-		const float *s = w->scales + (size_t)r * (n / G);
-		float acc = 0;
-		for (int b = 0; b < n; b += Q4_BLOCK) {
-			for (int j = 0; j < Q4_BLOCK; j++)
-				codes[j] = (int8_t)q4_code(w, r, b + j);
-			float sb = a->scales[b / Q8A_BLOCK] * s[b / G];
-			acc += (float)q8a_block_dot(codes, a->q + b, Q4_BLOCK) * sb;
-		}
-		y[r] = acc;
+		y[r] = kern_sum16(acc) * (q4 ? 1.0f : w->scales[r]);
 	}
 }
 
@@ -291,5 +272,5 @@ void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
 	if (vnni)
 		matvec_q8a_vnni(w, a, y, r0, r1);
 	else
-		(w->type == WT_Q8 ? q8_matvec_q8a_scalar : q4_matvec_q8a_scalar)(w, a, y, r0, r1);
+		matvec_q8a_scalar(w, a, y, r0, r1);
 }

@@ -51,9 +51,16 @@
  *
  * int8 activations (`--int8-activations`, AVX-512 VNNI): the activation
  * vector is itself quantized, symmetric, in blocks of Q8A_BLOCK = 32 values
- * with one float scale each (scale = max|block| / 127), and the dot products
- * run on integers (vpdpbusd), one float multiply per block. It is faster and
- * less exact; the scalar reference computes the same integer sums.
+ * with one float scale each (scale = max|block| / 127, codes as int8
+ * weights), and the dot products run on integers (vpdpbusd), one float
+ * multiply per 4 columns. It is faster and less exact. The order, followed
+ * by the VNNI kernel and the scalar reference alike (so they are bitwise
+ * equal): 16 partial sums start at +0; for c = 0, 4, 8, ... the integer
+ * d = sum of q[i] * a.q[i] over columns c .. c + 3 (those < cols) goes
+ * into lane j = (c / 4) % 16 as acc[j] = fmaf((float)d, s, acc[j]), with
+ * s = a.scales[c / 32] for int8 and s = a.scales[c / 32] * scale of c's
+ * group (rounded to float first) for int4; the fold of kern_sum16 gives
+ * the sum, times the row's scale for int8.
  */
 #ifndef QUANT_H
 #define QUANT_H
@@ -154,8 +161,8 @@ int quant_has_vnni(void);
 
 /* y[r] for r in [r0, r1) from the quantized activations a: w is WT_Q8 or
  * WT_Q4 (group a multiple of Q8A_BLOCK, as every int4 group is). vnni: the
- * VNNI kernel (only where quant_has_vnni()), else the scalar reference; both
- * compute the same integer block sums, the float sums differ in order. */
+ * VNNI kernel (only where quant_has_vnni()), else the scalar reference;
+ * both follow the order above, so they give the same bits. */
 void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
 		      float *y, int r0, int r1);
 

@@ -17,8 +17,7 @@ typedef void quant_q8a_fn(const struct wmat *w, const struct q8act *a,
 
 quant_matmul_fn q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512;
 quant_matmul_fn q4_matmul_scalar, q4_matmul_avx2, q4_matmul_avx512;
-quant_q8a_fn q8_matvec_q8a_scalar, q4_matvec_q8a_scalar;
-quant_q8a_fn matvec_q8a_vnni;  /* both types */
+quant_q8a_fn matvec_q8a_scalar, matvec_q8a_vnni;  /* both types */
 
 #ifdef __AVX__
 #include <immintrin.h>

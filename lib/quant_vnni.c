@@ -94,6 +94,8 @@ void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 			}
 		}
 		for (int i = 0; i < R; i++)
-			y[r + i] = _mm512_reduce_add_ps(acc[i]) * (q4 ? 1.0f : w->scales[r + i]);
+			y[r + i] = quant_fold8(_mm256_add_ps(_mm512_castps512_ps256(acc[i]),
+							     _mm512_extractf32x8_ps(acc[i], 1))) *
+				   (q4 ? 1.0f : w->scales[r + i]);
 	}
 }
