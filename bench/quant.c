@@ -49,7 +49,7 @@ static struct spread time_matmul(const struct kernels *k, const struct wmat *w,
 	double t[REPS];
 	for (int r = 0; r < REPS; r++) {
 		double t0 = time_now();
-		kern_matmul(k, y, w->rows, w, 0, w->rows, x, w->cols, 1, 0);
+		kern_matmul(k, y, w->rows, w, 0, w->rows, x, w->cols, 1, 0, NULL);
 		t[r] = time_now() - t0;
 	}
 	return summarize(t);

@@ -209,7 +209,7 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int rows, int col
 	double bytes = (double)wmat_bytes(&w);
 	for (int i = -1; i < reps; i++) {
 		double t0 = time_now();
-		kern_matmul(k, y, rows, &w, 0, rows, x, cols, 1, 0);
+		kern_matmul(k, y, rows, &w, 0, rows, x, cols, 1, 0, NULL);
 		if (i >= 0)
 			t[i] = bytes / (time_now() - t0) / 1e9;
 	}

@@ -26,6 +26,7 @@ struct mm_job {
 	const float *x;
 	int ldx, T;
 	int paired;
+	const struct q8act *xa;  /* x quantized (act8), or NULL: set by run_mm */
 };
 
 static void mm_part(void *arg, int i, int n)
@@ -46,7 +47,7 @@ static void mm_part(void *arg, int i, int n)
 		r0 = r0 < 0 ? 0 : r0;
 		r1 = r1 > p->w->rows ? p->w->rows : r1;
 		kern_matmul(j->f->k, p->y, p->ldy, p->w, r0, r1, j->x, j->ldx, j->T,
-			    j->f->gemm == FWD_GEMM_BLAS);
+			    j->f->gemm == FWD_GEMM_BLAS, j->xa);
 		if (!j->paired)
 			base += p->w->rows;
 	}
@@ -56,9 +57,26 @@ static void mm_part(void *arg, int i, int n)
 					  j->mm[1].y + (size_t)t * j->mm[1].ldy + lo, hi - lo);
 }
 
+/* With act8, quantizes the job's inputs once (for its integer matrices)
+ * before the rows are split. */
+static void quantize_inputs(struct mm_job *j)
+{
+	struct forward *f = j->f;
+	int any = 0;
+	for (int m = 0; m < j->n; m++)
+		any |= wmat_is_int(j->mm[m].w);
+	j->xa = NULL;
+	if (!f->act8 || !any)
+		return;
+	for (int t = 0; t < j->T; t++)
+		q8a_quantize(j->x + (size_t)t * j->ldx, j->mm[0].w->cols, &f->xa[t]);
+	j->xa = f->xa;
+}
+
 static void run_mm(struct mm_job *j)
 {
 	struct forward *f = j->f;
+	quantize_inputs(j);
 	int blas = f->gemm == FWD_GEMM_BLAS_THREADS && j->T >= 2;
 	for (int m = 0; m < j->n; m++)
 		blas = blas && j->mm[m].w->type == WT_F32;
@@ -69,7 +87,7 @@ static void run_mm(struct mm_job *j)
 	/* OpenBLAS owns this phase: one call per product on its threads. */
 	for (int m = 0; m < j->n; m++)
 		kern_matmul(f->k, j->mm[m].y, j->mm[m].ldy, j->mm[m].w, 0,
-			    j->mm[m].w->rows, j->x, j->ldx, j->T, 1);
+			    j->mm[m].w->rows, j->x, j->ldx, j->T, 1, NULL);
 	if (j->paired)
 		for (int t = 0; t < j->T; t++)
 			f->k->silu_mul(j->mm[0].y + (size_t)t * j->mm[0].ldy,
@@ -150,7 +168,7 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 		for (int t = 0; t < T; t++)
 			k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, L->attn_norm, H, eps);
 		struct mm_job qkv = { f, 3, { { &L->wq, f->q, Q }, { &L->wk, kc, KV },
-					      { &L->wv, vc, KV } }, f->xn, H, T, 0 };
+					      { &L->wv, vc, KV } }, f->xn, H, T, 0, NULL };
 		run_mm(&qkv);
 		for (int t = 0; t < T; t++) {
 			const float *cs = f->rcos + (size_t)(p0 + t) * half;
@@ -164,16 +182,16 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 		}
 		struct att_job aj = { f, l, p0, T };
 		pool_run(f->pool, att_part, &aj);
-		struct mm_job o = { f, 1, { { &L->wo, f->tmp, H } }, f->att, Q, T, 0 };
+		struct mm_job o = { f, 1, { { &L->wo, f->tmp, H } }, f->att, Q, T, 0, NULL };
 		run_mm(&o);
 		add(f->x, f->tmp, T * H);
 
 		for (int t = 0; t < T; t++)
 			k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, L->mlp_norm, H, eps);
 		struct mm_job gu = { f, 2, { { &L->gate, f->g, FF }, { &L->up, f->u, FF } },
-				     f->xn, H, T, 1 };
+				     f->xn, H, T, 1, NULL };
 		run_mm(&gu);
-		struct mm_job down = { f, 1, { { &L->down, f->tmp, H } }, f->g, FF, T, 0 };
+		struct mm_job down = { f, 1, { { &L->down, f->tmp, H } }, f->g, FF, T, 0, NULL };
 		run_mm(&down);
 		add(f->x, f->tmp, T * H);
 		if (last)
@@ -191,7 +209,7 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 	if (last)
 		trace(f, p0 + T - 1, c->n_layers + 1, f->xn + (size_t)(T - 1) * H);
 	struct mm_job head = { f, 1, { { &w->lm_head, f->logits, V } },
-			       f->xn + (size_t)first * H, H, nh, 0 };
+			       f->xn + (size_t)first * H, H, nh, 0, NULL };
 	run_mm(&head);
 	f->head_rows += nh;
 	for (int t = 0; t < nh; t++)
@@ -241,10 +259,43 @@ static void rope_table(struct forward *f)
 	}
 }
 
+static void *alloc_n(struct forward *f, size_t n, size_t size)
+{
+	f->state_bytes += n * size;
+	return calloc(n, size);
+}
+
 static float *alloc(struct forward *f, size_t n)
 {
-	f->state_bytes += n * sizeof(float);
-	return calloc(n, sizeof(float));
+	return alloc_n(f, n, sizeof(float));
+}
+
+int forward_has_int_weights(const struct model *m)
+{
+	int any = wmat_is_int(&m->w.lm_head);
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		const struct layer_weights *L = &m->w.layers[l];
+		const struct wmat *ws[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate,
+					    &L->up, &L->down };
+		for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+			any |= wmat_is_int(ws[i]);
+	}
+	return any;
+}
+
+/* act8: the quantized inputs of one product, batch rows of the widest. */
+static int alloc_act8(struct forward *f, size_t widest)
+{
+	size_t P = (size_t)q8a_padded((int)widest), B = (size_t)f->batch;
+	f->xa = alloc_n(f, B, sizeof *f->xa);
+	f->xa_q = alloc_n(f, B * P, 1);
+	f->xa_s = alloc(f, B * P / Q8A_BLOCK);
+	if (!f->xa || !f->xa_q || !f->xa_s)
+		return -1;
+	for (size_t t = 0; t < B; t++)
+		f->xa[t] = (struct q8act){ .q = f->xa_q + t * P,
+					   .scales = f->xa_s + t * P / Q8A_BLOCK };
+	return 0;
 }
 
 int forward_init(struct forward *f, const struct model *m,
@@ -257,6 +308,10 @@ int forward_init(struct forward *f, const struct model *m,
 	f->threads = o->threads > 0 ? o->threads : cpu_cores();
 	f->batch = o->batch > 0 ? o->batch : FORWARD_BATCH_DEFAULT;
 	f->gemm = o->gemm;
+	f->act8 = o->act8;
+	if (f->act8 && !forward_has_int_weights(m))
+		return err_set(e, "int8 activations need int8 or int4 weights; the model "
+			       "has none");
 	f->ctx = o->ctx > 0 ? o->ctx : c->max_positions < FORWARD_CTX_DEFAULT
 						? c->max_positions : FORWARD_CTX_DEFAULT;
 	if (f->ctx > c->max_positions)
@@ -279,8 +334,11 @@ int forward_init(struct forward *f, const struct model *m,
 	f->vc = alloc(f, L * C * KV);
 	f->rcos = alloc(f, C * (size_t)(c->head_dim / 2));
 	f->rsin = alloc(f, C * (size_t)(c->head_dim / 2));
+	size_t widest = H > Q ? H : Q;
+	widest = FF > widest ? FF : widest;
 	if (!f->x || !f->xn || !f->tmp || !f->q || !f->att || !f->g || !f->u ||
-	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin) {
+	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin ||
+	    (f->act8 && alloc_act8(f, widest) < 0)) {
 		forward_free(f);
 		return err_set(e, "out of memory for the run state (%zu bytes)",
 			       f->state_bytes);
@@ -298,8 +356,8 @@ int forward_init(struct forward *f, const struct model *m,
 void forward_free(struct forward *f)
 {
 	pool_destroy(f->pool);
-	float *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
-			  f->scores, f->kc, f->vc, f->rcos, f->rsin };
+	void *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
+			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xa_q, f->xa_s };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	memset(f, 0, sizeof *f);

@@ -27,9 +27,24 @@
  * threads while the pool sleeps. The default is our own kernels for every
  * product: measured faster here (README, `forward`: performance).
  *
+ * Int8 activations (act8, `--int8-activations`): every product by an int8
+ * or int4 matrix (lib/quant.h) quantizes its input to int8 in blocks of 32
+ * and runs the int8-activation kernel (VNNI where the level is AVX-512 and
+ * the CPU has it, else the scalar reference: the same bits, on any x86-64).
+ * Float32 and bf16 matrices (an unquantized LM head) still multiply float
+ * inputs; norms, attention, RoPE and the residual stream stay float. It
+ * applies to every chunk size, one token's row at a time, so the logits
+ * stay bitwise independent of threads, level and chunking. Each product's
+ * inputs are quantized once, by the calling thread before the pool splits
+ * the rows (T x cols values, against rows x cols multiply-adds for the
+ * product), into buffers made by forward_init for `batch` rows of the
+ * widest input (hidden, heads x head_dim or intermediate); the workers only
+ * read them. Quantizing costs accuracy: `ppl` reports it as its own level.
+ *
  * Memory: everything (activations for `batch` tokens, logits for `batch`
  * positions, the KV cache for `ctx` positions, the RoPE table, attention
- * scratch) is allocated by forward_init; forward_eval allocates nothing.
+ * scratch, the int8 inputs with act8) is allocated by forward_init;
+ * forward_eval allocates nothing.
  */
 #ifndef FORWARD_H
 #define FORWARD_H
@@ -40,6 +55,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"
+#include "quant.h"
 
 /* Default cap of the KV cache when the caller does not ask for a size:
  * min(max_position_embeddings, FORWARD_CTX_DEFAULT). */
@@ -60,6 +76,8 @@ struct forward_opts {
 	int batch;          /* 0: FORWARD_BATCH_DEFAULT */
 	enum fwd_gemm gemm; /* FWD_GEMM_OWN */
 	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
+	int act8;           /* int8 activations for the int8 / int4 matrices (above);
+			     * the model must have some (forward_has_int_weights) */
 };
 
 /* Called for the last position (pos) of each forward_eval: index 0 is the
@@ -86,6 +104,7 @@ struct forward {
 	struct pool *pool;
 	int threads, ctx, batch;
 	enum fwd_gemm gemm;
+	int act8;
 	int n_past;           /* positions in the KV cache */
 	long positions;       /* positions run through the blocks since init */
 	long head_rows;       /* positions whose logits were computed */
@@ -108,10 +127,18 @@ struct forward {
 	float *scores;   /* [threads x ctx] attention weights */
 	float *kc, *vc;  /* [n_layers x ctx x KV] rotated keys, values */
 	float *rcos, *rsin;  /* [ctx x head_dim / 2] RoPE table */
+	struct q8act *xa;    /* act8: [B] one product's inputs, quantized */
+	int8_t *xa_q;        /* act8: [B x q8a_padded(widest input)] their codes */
+	float *xa_s;         /* act8: their block scales */
 };
 
-/* Allocates the run state and starts the pool. On failure nothing is left
- * to free. The model must outlive f; the caller frees with forward_free. */
+/* Whether any matrix of m's blocks or its LM head stores integers (int8,
+ * int4): what act8 needs to change anything. */
+int forward_has_int_weights(const struct model *m);
+
+/* Allocates the run state and starts the pool; fails when o->act8 is set
+ * and m has no integer matrices. On failure nothing is left to free. The
+ * model must outlive f; the caller frees with forward_free. */
 int forward_init(struct forward *f, const struct model *m,
 		 const struct forward_opts *o, struct err *e);
 

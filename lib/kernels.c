@@ -128,7 +128,8 @@ const struct kernels *kernels_for(enum cpu_level level)
 }
 
 void kern_matmul(const struct kernels *k, float *y, int ldy, const struct wmat *w,
-		 int r0, int r1, const float *x, int ldx, int T, int blas)
+		 int r0, int r1, const float *x, int ldx, int T, int blas,
+		 const struct q8act *xa)
 {
 	if (r1 <= r0 || T <= 0)
 		return;
@@ -149,7 +150,10 @@ void kern_matmul(const struct kernels *k, float *y, int ldy, const struct wmat *
 		return;
 	case WT_Q8:
 	case WT_Q4:
-		quant_matmul(k->level, w, y, ldy, r0, r1, x, ldx, T);
+		if (xa)
+			quant_matmul_q8a(k->level, w, y, ldy, r0, r1, xa, T);
+		else
+			quant_matmul(k->level, w, y, ldy, r0, r1, x, ldx, T);
 		return;
 	}
 	abort();

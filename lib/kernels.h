@@ -71,12 +71,19 @@ const struct kernels *kernels_for(enum cpu_level level);
 /* Scalar pieces shared by the SIMD files for their tails and reductions. */
 float kern_sum16(const float s[KDOT_LANES]);
 
+struct q8act;  /* lib/quant.h */
+
 /* y[t * ldy + r] = (W x_t)[r] for rows [r0, r1) of w and T inputs, whatever
  * w's storage. With T >= 2, f32 weights and blas set, the product goes to
  * OpenBLAS sgemm (not in the canonical order: only the bf16 and quantized
- * paths are bitwise independent of chunking). */
+ * paths are bitwise independent of chunking). xa: NULL, or the T inputs
+ * already quantized to int8 (xa[t] is x_t through q8a_quantize): then an
+ * int8 or int4 w multiplies them with the int8-activation kernel
+ * (quant_matmul_q8a; x is not read), and float32 or bf16 weights ignore xa
+ * and multiply x. */
 void kern_matmul(const struct kernels *k, float *y, int ldy, const struct wmat *w,
-		 int r0, int r1, const float *x, int ldx, int T, int blas);
+		 int r0, int r1, const float *x, int ldx, int T, int blas,
+		 const struct q8act *xa);
 
 /* out[0..cols) = row r of w, widened to float. */
 void kern_row(const struct wmat *w, int r, float *out);

@@ -274,3 +274,16 @@ void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
 	else
 		matvec_q8a_scalar(w, a, y, r0, r1);
 }
+
+int quant_q8a_vnni(enum cpu_level level)
+{
+	return level == CPU_AVX512 && quant_has_vnni();
+}
+
+void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const struct q8act *a, int T)
+{
+	int vnni = quant_q8a_vnni(level);
+	for (int t = 0; t < T; t++)
+		quant_matvec_q8a(vnni, w, &a[t], y + (size_t)t * ldy, r0, r1);
+}

@@ -166,4 +166,14 @@ int quant_has_vnni(void);
 void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
 		      float *y, int r0, int r1);
 
+/* Whether quant_matmul_q8a uses the VNNI kernel at this level: level is
+ * CPU_AVX512 and quant_has_vnni(). */
+int quant_q8a_vnni(enum cpu_level level);
+
+/* y[t * ldy + r] for r in [r0, r1) and t < T from the quantized inputs
+ * a[t], one quant_matvec_q8a each: the VNNI kernel where quant_q8a_vnni(),
+ * else the scalar reference (the same bits). */
+void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const struct q8act *a, int T);
+
 #endif

@@ -32,4 +32,10 @@ struct wmat {
 	int group_size;       /* WT_Q4 */
 };
 
+/* Whether w stores integers (WT_Q8, WT_Q4). */
+static inline int wmat_is_int(const struct wmat *w)
+{
+	return w->type == WT_Q8 || w->type == WT_Q4;
+}
+
 #endif

@@ -38,7 +38,8 @@
 static const char usage[] =
 	"forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
 	"[--no-cache] [--threads N] [--ctx N] "
-	"[--f32] [--mmap] [-v] < ids, or forward --dump [--top K] < logits";
+	"[--f32] [--mmap] [--int8-activations] [-v] < ids, "
+	"or forward --dump [--top K] < logits";
 
 static const char help[] =
 	"Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
@@ -69,6 +70,12 @@ static const char help[] =
 	"                      as bf16)\n"
 	"      --mmap          use the weights through the file mapping instead of\n"
 	"                      reading them into memory (faster start)\n"
+	"      --int8-activations  quantize the input of every int8 / int4 matrix\n"
+	"                      to int8 too (blocks of 32, one scale each) and\n"
+	"                      multiply integers (AVX-512 VNNI where the CPU has\n"
+	"                      it, else a scalar kernel with the same results):\n"
+	"                      less exact (ppl --level int8+a8 measures it); needs\n"
+	"                      a container or none of the model's matrices change\n"
 	"      --gemm WHO      float32 prompt products: own (default), blas\n"
 	"                      (OpenBLAS, one thread per worker) or blas-threads\n"
 	"                      (OpenBLAS's own threads)\n"
@@ -417,7 +424,7 @@ int main(int argc, char **argv)
 	int no_cache = 0;
 	struct forward_opts fo = { 0 };
 	struct model_opts mo = { 0 };
-	enum { OPT_F32 = 256, OPT_MMAP, OPT_GEMM, OPT_TRACE_ATTN, OPT_NO_CACHE };
+	enum { OPT_F32 = 256, OPT_MMAP, OPT_GEMM, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_ACT8 };
 	static const struct option longopts[] = {
 		{ "score", no_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
@@ -429,6 +436,7 @@ int main(int argc, char **argv)
 		{ "f32", no_argument, NULL, OPT_F32 },
 		{ "mmap", no_argument, NULL, OPT_MMAP },
 		{ "gemm", required_argument, NULL, OPT_GEMM },
+		{ "int8-activations", no_argument, NULL, OPT_ACT8 },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "dump", no_argument, NULL, 'd' },
 		{ "top", required_argument, NULL, 'k' },
@@ -448,6 +456,7 @@ int main(int argc, char **argv)
 		case 'c': fo.ctx = (int)flag_long("--ctx", optarg, 1, 1 << 24); break;
 		case OPT_F32: mo.f32 = 1; break;
 		case OPT_MMAP: mo.mmap = 1; break;
+		case OPT_ACT8: fo.act8 = 1; break;
 		case OPT_GEMM:
 			if (!strcmp(optarg, "own"))
 				fo.gemm = FWD_GEMM_OWN;
@@ -496,14 +505,19 @@ int main(int argc, char **argv)
 	if (model_load(&m, path, &mo, &e) < 0)
 		die("%s", e.msg);
 	double t1 = now();
+	if (fo.act8 && !forward_has_int_weights(&m))
+		die_usage("--int8-activations: %s has no int8 or int4 weights (quantize it "
+			  "first)", path);
 	if (forward_init(&f, &m, &fo, &e) < 0)
 		die("%s: %s", path, e.msg);
 	if (verbose)
 		fprintf(stderr, "forward: %s: loaded in %.1f ms; weights %.1f MiB (%s%s), "
-			"run state %.1f MiB (ctx %d, batch %d); %s kernels, %d thread%s\n",
+			"run state %.1f MiB (ctx %d, batch %d); %s kernels%s, %d thread%s\n",
 			path, (t1 - t0) * 1e3, m.weight_bytes / 1048576.0,
 			mo.f32 ? "f32" : "as stored", m.copied ? ", copied" : ", mapped",
 			f.state_bytes / 1048576.0, f.ctx, f.batch, cpu_level_name(f.k->level),
+			!fo.act8 ? "" : quant_q8a_vnni(f.k->level)
+				? ", int8 activations (VNNI)" : ", int8 activations (scalar)",
 			f.threads, f.threads == 1 ? "" : "s");
 
 	int n;
