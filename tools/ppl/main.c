@@ -5,8 +5,9 @@
  *       [--text FILE | --ids FILE] [--json]
  *
  * Each level is the safetensors MODEL loaded as float32, as bf16, or
- * quantized in memory (lib/qmodel.h: the same code as `quantize`); each
- * CONTAINER is one more level, read as stored. Every level runs side by
+ * quantized in memory (lib/qmodel.h: the same code as `quantize`), with
+ * int8 activations for +a8 (lib/forward.h); each CONTAINER is one more
+ * level, read as stored (float activations). Every level runs side by
  * side with the float32 model (lib/ppl.h), which gives the KL divergence
  * and top-1 agreement without writing any logits anywhere.
  */
@@ -43,7 +44,11 @@ static const char help[] =
 	"  -l, --level LIST   comma-separated, from fp32, bf16, int8, int4,\n"
 	"                     int4-rtn (the round-to-nearest baseline), each int\n"
 	"                     level optionally with +embed (the embeddings too)\n"
-	"                     (default fp32,bf16,int8,int4)\n"
+	"                     and +a8 (int8 activations, forward\n"
+	"                     --int8-activations), e.g. int4+embed+a8\n"
+	"                     (default fp32,bf16,int8,int4); a CONTAINER runs\n"
+	"                     with float activations (its +a8 is the level\n"
+	"                     quantized in memory: the same weights)\n"
 	"  -c, --chunk LIST   tokens per chunk, one or more (default 256)\n"
 	"  -g, --group-size N int4 group size (default 32)\n"
 	"  -x, --text FILE    the text, tokenized with the model's tokenizer\n"
@@ -76,6 +81,7 @@ struct level {
 	char name[96];
 	enum kind kind;
 	struct qscheme qs;
+	int act8;          /* +a8 */
 	const char *path;  /* LV_FILE */
 };
 
@@ -94,10 +100,22 @@ static int parse_level(const char *s, int group, struct level *l)
 	static const char *const q[] = { "int8", "int4", "int4-rtn" };
 	for (int i = 0; i < 3; i++) {
 		size_t n = strlen(q[i]);
-		if (strncmp(s, q[i], n) != 0 || (s[n] && strcmp(s + n, "+embed") != 0))
+		if (strncmp(s, q[i], n) != 0 || (s[n] && s[n] != '+'))
 			continue;
 		l->kind = LV_QUANT;
-		l->qs = (struct qscheme){ i ? WT_Q4 : WT_Q8, i ? group : 0, s[n] != 0, i == 2 };
+		l->qs = (struct qscheme){ i ? WT_Q4 : WT_Q8, i ? group : 0, false, i == 2 };
+		/* Suffixes, each at most once, in any order. */
+		for (const char *p = s + n; *p;) {
+			if (!strncmp(p, "+embed", 6) && !l->qs.embeddings) {
+				l->qs.embeddings = true;
+				p += 6;
+			} else if (!strncmp(p, "+a8", 3) && !l->act8) {
+				l->act8 = 1;
+				p += 3;
+			} else {
+				return -1;
+			}
+		}
 		return 0;
 	}
 	return -1;
@@ -193,9 +211,10 @@ static void load(struct model *m, const char *path, const struct level *l)
 		die_err(&e);
 }
 
-static void start(struct forward *f, const struct model *m, int ctx, int threads)
+static void start(struct forward *f, const struct model *m, int ctx, int threads, int act8)
 {
-	struct forward_opts o = { .threads = threads, .ctx = ctx, .level = cpu_level_env(NULL) };
+	struct forward_opts o = { .threads = threads, .ctx = ctx, .level = cpu_level_env(NULL),
+				  .act8 = act8 };
 	struct err e;
 	if (forward_init(f, m, &o, &e) < 0)
 		die_err(&e);
@@ -353,7 +372,7 @@ int main(int argc, char **argv)
 				die_usage("--level: more than %d levels", MAX_LEVELS);
 			if (parse_level(tok, (int)group, &levels[nl++]) < 0)
 				die_usage("--level: '%s' is not fp32, bf16, int8, int4 or int4-rtn "
-					  "(with +embed for the int levels)", tok);
+					  "(with +embed, +a8 for the int levels)", tok);
 		}
 		free(list);
 		for (int i = optind + 1; i < argc; i++) {
@@ -397,7 +416,7 @@ int main(int argc, char **argv)
 	static const struct level fp32 = { .name = "fp32", .kind = LV_FP32 };
 	if (side) {
 		load(&ref, model, &fp32);
-		start(&fref, &ref, (int)maxc, (int)threads);
+		start(&fref, &ref, (int)maxc, (int)threads, 0);
 	}
 
 	struct row rows[MAX_LEVELS * MAX_CHUNKS];
@@ -412,7 +431,7 @@ int main(int argc, char **argv)
 			fp = &fref;
 		} else {
 			load(&m, levels[i].kind == LV_FILE ? levels[i].path : model, &levels[i]);
-			start(&f, &m, (int)maxc, (int)threads);
+			start(&f, &m, (int)maxc, (int)threads, levels[i].act8);
 		}
 		for (int k = 0; k < nchunks; k++) {
 			struct row *r = &rows[nr++];
