@@ -210,3 +210,23 @@ no_fifo_dir() {
 	assert_output 2  # drawn at positions 2 and 3
 	no_fifo_dir
 }
+
+@test "--int8-activations: a model with no integer weights is a usage error" {
+	run -2 bash -c "echo 1 2 | forward '$TINY' --int8-activations --score"
+	assert_line --index 0 "forward: --int8-activations: $TINY has no int8 or int4 weights (quantize it first)"
+	assert_equal "${#lines[@]}" 2  # the message, then the usage line
+}
+
+@test "--int8-activations: other logits, the same bits for any threads and SIMD level" {
+	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q4" --level int4 --embeddings 2>/dev/null
+	ids="$BATS_TEST_TMPDIR/ids"
+	jq -r '.ids | join(" ")' "$GOLDEN/shakespeare-tiny/citizen.json" > "$ids"
+	m="$BATS_TEST_TMPDIR/t.q4"
+	forward "$m" --score --all < "$ids" > "$BATS_TEST_TMPDIR/float"
+	forward "$m" --score --all --int8-activations --threads 1 < "$ids" > "$BATS_TEST_TMPDIR/a"
+	forward "$m" --score --all --int8-activations --threads 2 < "$ids" > "$BATS_TEST_TMPDIR/b"
+	QWENPIPE_SIMD=scalar forward "$m" --score --all --int8-activations < "$ids" > "$BATS_TEST_TMPDIR/c"
+	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/c"
+	run ! cmp -s "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/float"
+}
