@@ -177,16 +177,17 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
 
 /* ---- the kernels' ceiling ---- */
 
-int bench_kernel_gbs(const struct kernels *k, enum wtype type, int rows, int cols,
-		     int reps, struct spread *gbs, struct err *e)
+int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int rows,
+		     int cols, int reps, struct spread *gbs, struct err *e)
 {
-	size_t n = (size_t)rows * cols;
+	size_t n = (size_t)rows * cols, np = (size_t)q8a_padded(cols);
 	float *wf = malloc(n * sizeof *wf), *x = malloc((size_t)cols * sizeof *x);
 	float *y = malloc((size_t)rows * sizeof *y), *scales = malloc(n / 8 + 64);
 	void *data = malloc(n * 4);
 	double *t = malloc((size_t)reps * sizeof *t);
+	struct q8act xa = { .q = malloc(np), .scales = malloc(np / Q8A_BLOCK * sizeof(float)) };
 	int rc = -1;
-	if (!wf || !x || !y || !scales || !data || !t) {
+	if (!wf || !x || !y || !scales || !data || !t || !xa.q || !xa.scales) {
 		err_set(e, "out of memory for a %dx%d kernel test", rows, cols);
 		goto done;
 	}
@@ -206,17 +207,18 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int rows, int col
 			((uint16_t *)data)[i] = f32_to_bf16(wf[i]);
 	else
 		quant_matrix(&src, type, w.group_size, 0, data, scales);
+	q8a_quantize(x, cols, &xa);
 	double bytes = (double)wmat_bytes(&w);
 	for (int i = -1; i < reps; i++) {
 		double t0 = time_now();
-		kern_matmul(k, y, rows, &w, 0, rows, x, cols, 1, 0, NULL);
+		kern_matmul(k, y, rows, &w, 0, rows, x, cols, 1, 0, act8 ? &xa : NULL);
 		if (i >= 0)
 			t[i] = bytes / (time_now() - t0) / 1e9;
 	}
 	*gbs = spread_of(t, reps);
 	rc = 0;
 done:
-	free(wf), free(x), free(y), free(scales), free(data), free(t);
+	free(wf), free(x), free(y), free(scales), free(data), free(t), free(xa.q), free(xa.scales);
 	return rc;
 }
 

@@ -205,3 +205,13 @@ quick() {
 		.fraction_kernel_bound <= 1 and .kernel_gbs > 0)' "$REC"
 	assert_output "$(printf 'true\ntrue\ntrue')"
 }
+
+@test "--int8-activations: each container once more, with int8 activations, named +a8" {
+	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q8" --level int8 2>/dev/null
+	run -0 quick -o jsonl --no-sgemm --int8-activations "$BATS_TEST_TMPDIR/t.q8"
+	run -0 jq -r 'select(.bench != "membw") | [.bench, .precision, .name // "-",
+		(.int8_activations | tostring)] | @tsv' <<<"$output"
+	assert_output "$(printf 'kernel\tint8\t-\tnull\nkernel\tint8+a8\t-\tnull\nmodel\tint8\tt.q8 int8\tfalse\nmodel\tint8\tt.q8 int8+a8\ttrue')"
+	run -2 quick --int8-activations "$TINY"
+	assert_line -n 0 "bench: --int8-activations: no int8 or int4 container among the models (quantize one, or --synthetic)"
+}

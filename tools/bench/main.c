@@ -4,7 +4,8 @@
  *   bench --synthetic [MODEL...]      the full-size synthetic bf16, int8, int4
  *   bench --membw                     memory bandwidth only
  *
- * For every contender (each MODEL with each --weights mode) and thread
+ * For every contender (each MODEL with each --weights mode, and with
+ * --int8-activations each container once more with int8 activations) and thread
  * count: prefill tokens/s, time to first token, decode ms/token, the
  * sampler's cost per token (lib/benchrun.h), repeated -r times after a
  * warm-up; median, minimum and maximum. The contenders alternate inside
@@ -40,7 +41,8 @@
 
 static const char usage[] =
 	"bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
-	"[--weights LIST] [--synthetic] [--membw] [--record FILE | --no-record]";
+	"[--weights LIST] [--int8-activations] [--synthetic] [--membw] "
+	"[--record FILE | --no-record]";
 
 static const char help[] =
 	"Measures prefill, time to first token, decode and the sampler on each\n"
@@ -58,6 +60,9 @@ static const char help[] =
 	"                       (read into memory; the default), mapped (used\n"
 	"                       through the file mapping, forward --mmap), f32\n"
 	"                       (widened, forward --f32)\n"
+	"      --int8-activations  also run each int8 / int4 container with int8\n"
+	"                       activations (forward --int8-activations): one\n"
+	"                       more contender each, named with +a8\n"
 	"      --synthetic      add the synthetic full-size bf16 model and its\n"
 	"                       int8 and int4 containers (written once to\n"
 	"                       ${XDG_CACHE_HOME:-~/.cache}/qwenpipe)\n"
@@ -222,7 +227,7 @@ struct opts {
 	int threads[MAX_THREADS], n_threads;
 	int weights[W_N], n_weights;
 	const char *output;
-	int synthetic, membw_only, sgemm;
+	int synthetic, membw_only, sgemm, act8;
 	const char *config;
 	size_t membw_bytes;
 	const char *record;
@@ -237,7 +242,7 @@ static void measure_open(struct contender *c, const struct opts *o)
 		die_err(&e);
 	struct forward f;
 	struct forward_opts fo = { .threads = 1, .ctx = o->prompt + o->tokens + 1,
-				   .level = cpu_level_env(NULL) };
+				   .level = cpu_level_env(NULL), .act8 = c->b.act8 };
 	struct bench_rep r;
 	if (forward_init(&f, &c->b.m, &fo, &e) < 0 || bench_run(&f, c->s, o->prompt,
 								 o->tokens, &r, &e) < 0)
@@ -289,6 +294,7 @@ static cJSON *model_record(const struct contender *c, const struct contender *fi
 	cJSON_AddStringToObject(j, "name", c->name);
 	cJSON_AddStringToObject(j, "precision", c->b.precision);
 	cJSON_AddStringToObject(j, "weights", c->b.weights);
+	cJSON_AddBoolToObject(j, "int8_activations", c->b.act8);
 	cJSON_AddNumberToObject(j, "threads", o->threads[t]);
 	cJSON_AddNumberToObject(j, "prompt", o->prompt);
 	cJSON_AddNumberToObject(j, "tokens", o->tokens);
@@ -405,8 +411,8 @@ static void csv_string(const char *v)
 	putchar('"');
 }
 
-/* One row per model record: strings and numbers as they are, each spread
- * as KEY_median, KEY_min, KEY_max; the columns of the first. */
+/* One row per model record: strings, numbers and booleans as they are,
+ * each spread as KEY_median, KEY_min, KEY_max; the columns of the first. */
 static void report_csv(cJSON **recs, int n)
 {
 	int header = 0;
@@ -426,6 +432,8 @@ static void report_csv(cJSON **recs, int n)
 						printf("%.17g", num(v, sub[s]));
 					else if (cJSON_IsNumber(v))
 						printf("%.17g", v->valuedouble);
+					else if (cJSON_IsBool(v))
+						fputs(cJSON_IsTrue(v) ? "true" : "false", stdout);
 					else
 						csv_string(v->valuestring);
 				}
@@ -449,7 +457,7 @@ int main(int argc, char **argv)
 	int no_record = 0;
 	cli_init("bench", usage);
 	enum { OPT_SYNTH = 256, OPT_CONFIG, OPT_MEMBW, OPT_MEMBW_MIB, OPT_NO_SGEMM,
-	       OPT_RECORD, OPT_NO_RECORD };
+	       OPT_RECORD, OPT_NO_RECORD, OPT_ACT8 };
 	static const struct option lopts[] = {
 		{ "prompt", required_argument, 0, 'p' },
 		{ "tokens", required_argument, 0, 'n' },
@@ -457,6 +465,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, 0, 't' },
 		{ "output", required_argument, 0, 'o' },
 		{ "weights", required_argument, 0, 'w' },
+		{ "int8-activations", no_argument, 0, OPT_ACT8 },
 		{ "synthetic", no_argument, 0, OPT_SYNTH },
 		{ "config", required_argument, 0, OPT_CONFIG },
 		{ "membw", no_argument, 0, OPT_MEMBW },
@@ -484,6 +493,7 @@ int main(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'w': o.n_weights = parse_weights(optarg, o.weights); break;
+		case OPT_ACT8: o.act8 = 1; break;
 		case OPT_SYNTH: o.synthetic = 1; break;
 		case OPT_CONFIG: o.config = optarg; break;
 		case OPT_MEMBW: o.membw_only = 1; break;
@@ -543,23 +553,34 @@ int main(int argc, char **argv)
 			die_usage("more than %d models", MAX_CONTENDERS);
 		paths[np] = argv[i], labels[np++] = NULL;
 	}
-	struct contender *cs = calloc((size_t)np * W_N + 1, sizeof *cs);
+	struct contender *cs = calloc((size_t)np * W_N * 2 + 1, sizeof *cs);
 	if (!cs)
 		die("out of memory");
-	int nc = 0;
+	int nc = 0, n_act8 = 0;
 	for (int i = 0; i < np; i++)
 		for (int w = 0; w < o.n_weights; w++) {
-			if (o.weights[w] == W_F32 && qfile_sniff(paths[i])) {
+			int container = qfile_sniff(paths[i]);
+			if (o.weights[w] == W_F32 && container) {
 				fprintf(stderr, "bench: %s: a container cannot be widened to "
 					"f32; skipped for --weights f32\n", paths[i]);
 				continue;
 			}
-			struct contender *k = &cs[nc++];
-			k->b.path = paths[i];
-			k->label = labels[i] ? labels[i] : base_name(paths[i]);
-			k->b.mo.mmap = o.weights[w] == W_MAPPED;
-			k->b.mo.f32 = o.weights[w] == W_F32;
+			/* Containers hold the integer matrices: with
+			 * --int8-activations, a twin that runs them with int8
+			 * activations. */
+			for (int a8 = 0; a8 <= (o.act8 && container); a8++) {
+				struct contender *k = &cs[nc++];
+				k->b.path = paths[i];
+				k->label = labels[i] ? labels[i] : base_name(paths[i]);
+				k->b.mo.mmap = o.weights[w] == W_MAPPED;
+				k->b.mo.f32 = o.weights[w] == W_F32;
+				k->b.act8 = a8;
+				n_act8 += a8;
+			}
 		}
+	if (o.act8 && n_act8 == 0)
+		die_usage("--int8-activations: no int8 or int4 container among the models "
+			  "(quantize one, or --synthetic)");
 
 	struct bench_machine mc;
 	bench_machine(&mc);
@@ -569,9 +590,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nc; i++) {
 		progress("opening %s", cs[i].b.path);
 		measure_open(&cs[i], &o);
-		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s", cs[i].label,
-			 cs[i].b.precision, o.n_weights > 1 ? " " : "",
-			 o.n_weights > 1 ? cs[i].b.weights : "");
+		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s%s", cs[i].label,
+			 cs[i].b.precision, cs[i].b.act8 ? "+a8" : "",
+			 o.n_weights > 1 ? " " : "", o.n_weights > 1 ? cs[i].b.weights : "");
 		cs[i].reps = calloc((size_t)(o.n_threads * o.reps), sizeof *cs[i].reps);
 		if (!cs[i].reps)
 			die("out of memory");
@@ -586,21 +607,24 @@ int main(int argc, char **argv)
 			die_err(&e);
 	}
 
-	/* The kernels' ceilings, one per precision (bench_kernel_gbs), on a
-	 * hidden x hidden matrix of the first model's shape. */
+	/* The kernels' ceilings, one per precision (bench_kernel_gbs) and
+	 * activation type, on a hidden x hidden matrix of the first model's
+	 * shape: slot type + 4 * act8. */
 	const struct kernels *kern = kernels_for(cpu_level_env(NULL));
-	struct spread kgbs[4];
-	int kdone[4] = { 0 };
+	struct spread kgbs[8];
+	int kdone[8] = { 0 };
 	for (int i = 0; i < nc; i++) {
 		enum wtype t = cs[i].b.m.w.layers[0].gate.type;
-		int H = cs[0].b.m.cfg.hidden_size;
-		if (!kdone[t]) {
-			progress("kernel ceiling, %s", cs[i].b.precision);
-			if (bench_kernel_gbs(kern, t, H, H, KERNEL_REPS, &kgbs[t], &e) < 0)
+		int H = cs[0].b.m.cfg.hidden_size, slot = t + 4 * cs[i].b.act8;
+		if (!kdone[slot]) {
+			progress("kernel ceiling, %s%s", cs[i].b.precision,
+				 cs[i].b.act8 ? "+a8" : "");
+			if (bench_kernel_gbs(kern, t, cs[i].b.act8, H, H, KERNEL_REPS,
+					     &kgbs[slot], &e) < 0)
 				die_err(&e);
-			kdone[t] = 1;
+			kdone[slot] = 1;
 		}
-		cs[i].kernel_gbs = kgbs[t];
+		cs[i].kernel_gbs = kgbs[slot];
 	}
 
 	/* For each thread count, the repetitions, alternating the contenders. */
@@ -612,10 +636,12 @@ int main(int argc, char **argv)
 					   .ctx = o.prompt + o.tokens + 1,
 					   .level = cpu_level_env(NULL) };
 		struct bench_rep warm;
-		for (int i = 0; i < nc; i++)
+		for (int i = 0; i < nc; i++) {
+			fo.act8 = cs[i].b.act8;
 			if (forward_init(&cs[i].f, &cs[i].b.m, &fo, &e) < 0 ||
 			    bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens, &warm, &e) < 0)
 				die("%s: %s", cs[i].b.path, e.msg);
+		}
 		for (int r = 0; r < o.reps; r++) {
 			progress("%d threads, repetition %d of %d", o.threads[t], r + 1, o.reps);
 			for (int i = 0; i < nc; i++)
@@ -636,7 +662,7 @@ int main(int argc, char **argv)
 		fputs("\r\033[K", stderr);
 
 	/* The records, then the report. */
-	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0)) + 4;
+	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0)) + 8;
 	cJSON **recs = calloc((size_t)nrec, sizeof *recs);
 	if (!recs)
 		die("out of memory");
@@ -648,8 +674,9 @@ int main(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "passes", bw[t].reps);
 		add_spread(j, "gbs", bw[t].gbs);
 	}
-	static const char *tnames[4] = { "f32", "bf16", "int8", "int4" };
-	for (int t = 0; t < 4; t++) {
+	static const char *tnames[8] = { "f32", "bf16", "int8", "int4", "", "", "int8+a8",
+					 "int4+a8" };
+	for (int t = 0; t < 8; t++) {
 		if (!kdone[t])
 			continue;
 		cJSON *j = recs[k++] = record("kernel", &mc, load);
