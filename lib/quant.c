@@ -230,8 +230,8 @@ void matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
 {
 	int n = w->cols, q4 = w->type == WT_Q4, G = q4 ? w->group_size : 1;
 	for (int r = r0; r < r1; r++) {
-		const int8_t *q8 = (const int8_t *)w->data + (size_t)r * n;
-		const float *ws = w->scales + (size_t)r * (n / G);
+		const int8_t *q8 = q4 ? NULL : (const int8_t *)w->data + (size_t)r * n;
+		const float *ws = q4 ? w->scales + (size_t)r * (n / G) : NULL;
 		float acc[KDOT_LANES] = { 0 };
 		for (int c = 0; c < n; c += 4) {
 			int32_t d = 0;
