@@ -4,6 +4,7 @@
  * elements) is finished in scalar fmaf on the stored lanes, then the fold
  * of kern_sum16. Called only when cpu_detect() says CPU_AVX2 or better. */
 #include "kernels.h"
+#include "prefetch.h"
 #include "bf16.h"
 
 #include <immintrin.h>
@@ -45,8 +46,12 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 		lo[i] = hi[i] = _mm256_setzero_ps();                          \
 		wr[i] = w + (size_t)(r + i) * cols;                           \
 	}                                                                     \
+	size_t ahead = prefetch_ahead(sizeof(WT) * (size_t)RB * (size_t)cols); \
 	int k = 0;                                                            \
 	for (; k + 16 <= cols; k += 16) {                                     \
+		if ((k * sizeof(WT)) % 64 == 0)                               \
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
+				prefetch_at(wr[i] + k, ahead);                \
 		__m256 xl = _mm256_loadu_ps(xr + k), xh = _mm256_loadu_ps(xr + k + 8); \
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {        \
 			lo[i] = _mm256_fmadd_ps(LD(wr[i] + k), xl, lo[i]);    \

@@ -4,6 +4,7 @@
  * accumulator untouched, and the halving fold of kern_sum16.
  * Called only when cpu_detect() says CPU_AVX512. */
 #include "kernels.h"
+#include "prefetch.h"
 
 #include <immintrin.h>
 
@@ -61,8 +62,12 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 		wr[i] = w + (size_t)(r + i) * cols;                           \
 	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
 		xr[j] = x + (size_t)(t0 + j) * ldx;                           \
+	size_t ahead = prefetch_ahead(sizeof(WT) * (size_t)RB * (size_t)cols); \
 	int k = 0;                                                            \
 	for (; k + 16 <= cols; k += 16) {                                     \
+		if ((k * sizeof(WT)) % 64 == 0)                               \
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
+				prefetch_at(wr[i] + k, ahead);                \
 		__m512 wv[4];                                                 \
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)          \
 			wv[i] = LD(wr[i] + k);                                \

@@ -32,8 +32,4 @@ static inline float quant_fold8(__m256 h)
 }
 #endif
 
-/* How far ahead (bytes) the SIMD kernels prefetch each weight row: far
- * enough to cover DRAM latency at streaming speed. */
-#define QUANT_PREFETCH 512
-
 #endif

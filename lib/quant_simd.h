@@ -20,19 +20,21 @@
  *
  * Structure: four rows at a time share each x (from L1), one accumulator
  * set per row, so four independent FMA chains hide the latency; each row's
- * stream is prefetched QUANT_PREFETCH bytes ahead; the rows left over go one
+ * stream is prefetched ahead as lib/prefetch.h says; the rows left over go one
  * at a time through the same per-row sequence. The last cols % 16 int8
  * columns go through the same step from zero-padded copies (a zero product
  * leaves a partial sum unchanged, so the order is kept).
  */
 
-static inline void prefetch4(const void *a, const void *b, const void *c,
-			     const void *d, size_t o)
+#include "prefetch.h"
+
+/* One cache line of each of the four rows' streams, prefetch.h's distance
+ * ahead (the block is the four rows). */
+static inline __attribute__((always_inline)) void
+prefetch4(const void *const q[4], size_t o, size_t ahead)
 {
-	_mm_prefetch((const char *)a + o + QUANT_PREFETCH, _MM_HINT_T0);
-	_mm_prefetch((const char *)b + o + QUANT_PREFETCH, _MM_HINT_T0);
-	_mm_prefetch((const char *)c + o + QUANT_PREFETCH, _MM_HINT_T0);
-	_mm_prefetch((const char *)d + o + QUANT_PREFETCH, _MM_HINT_T0);
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		prefetch_at((const char *)q[i] + o, ahead);
 }
 
 /* The lanes of the last 16-wide partial step, from zero-padded copies. */
@@ -56,13 +58,14 @@ q8_rows4(const int8_t *q0, int n, int nv, const float *sc, int r, const float *x
 	 int ldx, float *ys, int ldy, int t, const int tb)
 {
 	const int8_t *q[4] = { q0, q0 + n, q0 + 2 * (size_t)n, q0 + 3 * (size_t)n };
+	size_t ahead = prefetch_ahead(4 * (size_t)n);
 	A acc[4][QUANT_TB];
 	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 		acc[i][j] = azero();
 	for (int c = 0; c < nv; c += 16) {
 		if ((c & 63) == 0)
-			prefetch4(q[0], q[1], q[2], q[3], (size_t)c);
+			prefetch4((const void *const *)q, (size_t)c, ahead);
 		A w[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 			w[i] = q8_widen(q[i] + c);
@@ -130,6 +133,7 @@ q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int l
 		q[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
 		s[i] = w->scales + (size_t)(r + i) * ng;
 	}
+	size_t ahead = prefetch_ahead(4 * rb);
 	A acc[4][QUANT_TB4];
 	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
@@ -142,7 +146,7 @@ q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int l
 		for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
 			size_t o = (size_t)c / 2;
 			if ((o & 63) == 0)
-				prefetch4(q[0], q[1], q[2], q[3], o);
+				prefetch4((const void *const *)q, o, ahead);
 			A lo[4], hi[4];
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 				q4_widen(q[i] + o, &lo[i], &hi[i]);

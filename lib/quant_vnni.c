@@ -10,8 +10,9 @@
  *   int4 weights: the stored nibble u = q + 8 (unsigned) times x, minus
  *                 8 * sum(x), which gives exactly sum(q x).
  * Up to four rows share each chunk's activation work; each row's weights are
- * prefetched QUANT_PREFETCH bytes ahead. */
+ * prefetched ahead as lib/prefetch.h says. */
 #include "quant_isa.h"
+#include "prefetch.h"
 
 #include <immintrin.h>
 
@@ -71,6 +72,7 @@ void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 	int G = q4 ? w->group_size : 1, ng = n / G;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
 	const uint8_t *base = w->data;
+	size_t ahead = prefetch_ahead(4 * rb);
 	struct chunk k;
 	for (int r = r0; r < r1; r += 4) {
 		int R = r1 - r < 4 ? r1 - r : 4;
@@ -82,7 +84,7 @@ void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 			int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
 			for (int i = 0; i < R; i++) {
 				const uint8_t *p = base + (size_t)(r + i) * rb + (q4 ? c / 2 : c);
-				_mm_prefetch((const char *)p + QUANT_PREFETCH, _MM_HINT_T0);
+				prefetch_at(p, ahead);
 				if (!q4) {
 					acc[i] = q8_chunk((const int8_t *)p, &k, acc[i]);
 					continue;
