@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "bigmem.h"
 #include "cpu.h"
 #include "pool.h"
 #include "timing.h"
@@ -50,12 +49,12 @@ int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct e
 		return err_set(e, "membw: buffer of %zu bytes is too large", bytes);
 	double *gbs = malloc(sizeof *gbs * (size_t)reps);
 	struct job *j = calloc(1, sizeof *j);
-	unsigned char *buf = bigmem_alloc(pages * PAGE);
+	unsigned char *buf = aligned_alloc(PAGE, pages * PAGE);
 	struct pool *p = gbs && j && buf ? pool_create(threads, e) : NULL;
 	if (!p) {
 		free(gbs);
 		free(j);
-		bigmem_free(buf, pages * PAGE);
+		free(buf);
 		return gbs && j && buf ? -1 : err_set(e, "membw: out of memory for %zu bytes",
 						       pages * PAGE);
 	}
@@ -73,7 +72,7 @@ int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct e
 	*r = (struct membw){ .threads = threads, .bytes = pages * PAGE, .reps = reps,
 			     .gbs = s };
 	pool_destroy(p);
-	bigmem_free(buf, pages * PAGE);
+	free(buf);
 	free(j);
 	free(gbs);
 	return 0;
