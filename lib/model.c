@@ -132,9 +132,10 @@ static int aligned(const struct st_file *f)
 /* The file `name` (size bytes) read into fresh anonymous memory at offset
  * pad, which the caller picks so that the data it cares about lands 64-byte
  * aligned. read(), not a copy from the mapping: one fault per 4 KiB page of
- * the mapping costs seconds. No MADV_HUGEPAGE: faulting in huge pages took
- * 7.4 s instead of 1.0 s for the 988 MB model here, for no decode speed we
- * could measure. */
+ * the mapping costs seconds. No MADV_HUGEPAGE: with the kernels'
+ * prefetch (prefetch.h) huge pages changed decode by under 1% here (bench,
+ * the synthetic model, 2 threads), while opening took up to 3 s instead of
+ * 0.2 to 0.8 s whenever the kernel had to compact memory for them. */
 static unsigned char *anon_read(struct model *m, const char *name, size_t size,
 				size_t pad, struct err *e)
 {
