@@ -20,7 +20,8 @@
  *
  * Structure: four rows at a time share each x (from L1), one accumulator
  * set per row, so four independent FMA chains hide the latency; each row's
- * stream is prefetched ahead as lib/prefetch.h says; the rows left over go one
+ * stream (and an int4 row's scales) is prefetched ahead as lib/prefetch.h
+ * says; the rows left over go one
  * at a time through the same per-row sequence. The last cols % 16 int8
  * columns go through the same step from zero-padded copies (a zero product
  * leaves a partial sum unchanged, so the order is kept).
@@ -134,11 +135,14 @@ q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int l
 		s[i] = w->scales + (size_t)(r + i) * ng;
 	}
 	size_t ahead = prefetch_ahead(4 * rb);
+	size_t sahead = prefetch_ahead(4 * sizeof(float) * (size_t)ng);
 	A acc[4][QUANT_TB4];
 	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 		acc[i][j] = azero();
 	for (int g = 0; g < ng; g++) {
+		if (g % 16 == 0)
+			prefetch4((const void *const *)s, sizeof(float) * (size_t)g, sahead);
 		A gs[4][QUANT_TB4];
 		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)

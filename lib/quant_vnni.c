@@ -137,7 +137,7 @@ static inline __m512 q4_scales(const float *s, int c, int G)
  * order, so the sums are those of the order in lib/quant.h. */
 static inline __attribute__((always_inline)) void
 rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
-     const int q4, const int R)
+     size_t sahead, const int q4, const int R)
 {
 	int n = w->cols, G = q4 ? w->group_size : 1, ng = n / G;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
@@ -162,6 +162,8 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
 			}
 			if (o % 64 == 0)
 				prefetch_at(p[i] + o, ahead);
+			if (c % (16 * G) == 0)
+				prefetch_at(s[i] + c / G, sahead);
 			acc[i] = q4_full(p[i] + o, &k, q4_scales(s[i], c, G), acc[i]);
 		}
 	}
@@ -193,11 +195,12 @@ matvec(const struct wmat *w, const struct q8act *a, float *y, int r0, int r1, co
 {
 	size_t rb = q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
 	size_t ahead = prefetch_ahead(4 * rb);
+	size_t sahead = q4 ? prefetch_ahead(4 * sizeof(float) * (size_t)(w->cols / w->group_size)) : 0;
 	int r = r0;
 	for (; r + 4 <= r1; r += 4)
-		rows(w, a, y, r, ahead, q4, 4);
+		rows(w, a, y, r, ahead, sahead, q4, 4);
 	for (; r < r1; r++)
-		rows(w, a, y, r, ahead, q4, 1);
+		rows(w, a, y, r, ahead, sahead, q4, 1);
 }
 
 void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
