@@ -27,12 +27,14 @@ int feedback_create(struct feedback *fb, struct err *e)
 		return err_set(e, "%s: cannot create the feedback directory: %s",
 			       tmp, strerror(saved));
 	}
+	fb->made = 1;
 	snprintf(fb->path, sizeof fb->path, "%.4000s/ids", fb->dir);
 	if (mkfifo(fb->path, 0600) < 0) {
 		int saved = errno;
 		feedback_destroy(fb);
 		return err_set(e, "%s: mkfifo: %s", fb->path, strerror(saved));
 	}
+	fb->made = 2;
 	fb->fd = open(fb->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fb->fd < 0) {
 		int saved = errno;
@@ -109,10 +111,11 @@ void feedback_destroy(struct feedback *fb)
 	if (fb->fd >= 0)
 		close(fb->fd);
 	fb->fd = -1;
-	if (fb->path[0])
+	if (fb->made >= 2)
 		unlink(fb->path);
-	if (fb->dir[0])
+	if (fb->made >= 1)
 		rmdir(fb->dir);
+	fb->made = 0;
 	fb->path[0] = 0;
 	fb->dir[0] = 0;
 }
@@ -138,9 +141,9 @@ static void on_signal(int sig)
 			unlink(also);
 	}
 	if (signal_fb) {
-		if (signal_fb->path[0])
+		if (signal_fb->made >= 2)
 			unlink(signal_fb->path);
-		if (signal_fb->dir[0])
+		if (signal_fb->made >= 1)
 			rmdir(signal_fb->dir);
 	}
 	signal(sig, SIG_DFL);

@@ -22,11 +22,17 @@
 #define FEEDBACK_H
 
 #include <limits.h>
+#include <signal.h>
 #include "err.h"
 
 struct feedback {
 	char dir[PATH_MAX];   /* the private directory */
 	char path[PATH_MAX];  /* dir + "/ids" */
+	/* What exists, for the signal handler: 0 nothing, 1 the directory
+	 * (dir complete), 2 the FIFO too (path complete). Set right after each
+	 * is made and cleared only after both are removed, so a handler never
+	 * reads a name being written. */
+	volatile sig_atomic_t made;
 	int fd;               /* read end, non-blocking; -1 when closed */
 	char buf[64];         /* a partial line carried between reads */
 	int len;
@@ -50,7 +56,10 @@ void feedback_destroy(struct feedback *fb);
 /* forward: on SIGINT, SIGTERM, SIGHUP and SIGPIPE, remove fb's FIFO and
  * directory and the files given to feedback_cleanup_also, then die of the
  * same signal (so the shell sees the usual status). fb may be NULL (only
- * the files); else it must stay valid until feedback_destroy. */
+ * the files); else it must stay valid until feedback_destroy. It may be
+ * registered before feedback_create (fb->made tells what exists), which
+ * leaves no moment where a directory exists that a signal would not
+ * remove. */
 void feedback_cleanup_on_signals(struct feedback *fb);
 
 /* forward: one more file those signals remove (a temporary output file that

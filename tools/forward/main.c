@@ -333,10 +333,10 @@ static void fb_cleanup(void)
 static void generate(struct forward *f, int *ids, int n, int no_cache)
 {
 	struct err e;
+	feedback_cleanup_on_signals(&fb);  /* before anything exists: fb.made */
+	atexit(fb_cleanup);
 	if (feedback_create(&fb, &e) < 0)
 		die("%s", e.msg);
-	atexit(fb_cleanup);
-	feedback_cleanup_on_signals(&fb);
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
 	eval(f, ids, n, n, 0);
 	for (;;) {
