@@ -26,6 +26,13 @@ setup() {
 	[ "$output" = "$(printf '%s\t%s\n' 2132 It 594 "'s" 220 ' ' 264 ' a' 43456 '\\b' 198 '\n' 10225 '\tx' 963 'é')" ]
 }
 
+@test "NFC can make the text longer: U+0F78 becomes U+0FB3 U+0F80, more ids than input bytes" {
+	# ids from HuggingFace tokenizers 0.23.2 for "a\u0F78b" (5 bytes, 8 ids);
+	# the case a fuzzer found against a property that assumed ids <= bytes
+	run -0 bash -c 'printf "a\xe0\xbd\xb8b" | tok encode'
+	[ "$output" = "$(printf '%s\n' 64 156 122 111 156 122 222 65)" ]
+}
+
 @test "--count and --json write one line per input" {
 	printf 'Hello, world!' > "$BATS_TEST_TMPDIR/a"
 	printf 'hi' > "$BATS_TEST_TMPDIR/b"
