@@ -32,10 +32,10 @@ static inline size_t prefetch_ahead(size_t block_bytes)
 /* Asks for the cache line `ahead` bytes past p. A prefetch never faults, so
  * past the end of the matrix it is only a wasted request.
  *
- * always_inline, and so must be any helper that only calls it: GCC 12 finds
- * a function whose body is nothing but prefetches "const" and deletes the
- * calls before inlining them, which left the int8 and int4 kernels of the
- * previous version without a single prefetch instruction. */
+ * always_inline, and called directly, not through a helper of its own:
+ * GCC 12 finds a function whose body is nothing but prefetches "const" and
+ * deletes the calls before inlining them, which left the int8 and int4
+ * kernels of the previous version without a single prefetch instruction. */
 static inline __attribute__((always_inline)) void prefetch_at(const void *p, size_t ahead)
 {
 	_mm_prefetch((const char *)p + ahead, _MM_HINT_T0);

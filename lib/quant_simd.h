@@ -29,15 +29,6 @@
 
 #include "prefetch.h"
 
-/* One cache line of each of the four rows' streams, prefetch.h's distance
- * ahead (the block is the four rows). */
-static inline __attribute__((always_inline)) void
-prefetch4(const void *const q[4], size_t o, size_t ahead)
-{
-	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-		prefetch_at((const char *)q[i] + o, ahead);
-}
-
 /* The lanes of the last 16-wide partial step, from zero-padded copies. */
 static inline A q8_tail(const int8_t *q, const float *x, int nv, int n, A acc)
 {
@@ -66,7 +57,8 @@ q8_rows4(const int8_t *q0, int n, int nv, const float *sc, int r, const float *x
 		acc[i][j] = azero();
 	for (int c = 0; c < nv; c += 16) {
 		if ((c & 63) == 0)
-			prefetch4((const void *const *)q, (size_t)c, ahead);
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				prefetch_at(q[i] + c, ahead);
 		A w[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 			w[i] = q8_widen(q[i] + c);
@@ -142,7 +134,8 @@ q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int l
 		acc[i][j] = azero();
 	for (int g = 0; g < ng; g++) {
 		if (g % 16 == 0)
-			prefetch4((const void *const *)s, sizeof(float) * (size_t)g, sahead);
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				prefetch_at(s[i] + g, sahead);
 		A gs[4][QUANT_TB4];
 		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
@@ -150,7 +143,8 @@ q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int l
 		for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
 			size_t o = (size_t)c / 2;
 			if ((o & 63) == 0)
-				prefetch4((const void *const *)q, o, ahead);
+				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+					prefetch_at(q[i] + o, ahead);
 			A lo[4], hi[4];
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 				q4_widen(q[i] + o, &lo[i], &hi[i]);

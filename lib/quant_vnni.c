@@ -19,61 +19,20 @@
 #include <immintrin.h>
 
 /* What a 64-column chunk of activations contributes, shared by the rows. */
-struct chunk {
-	__mmask64 m;     /* the columns that exist */
-	__m512i xq;      /* the codes */
-	__m512i ax;      /* |codes| */
-	__mmask64 neg;   /* codes < 0 */
-	__m512i xsum8;   /* 8 * (sum of each 4 codes), per int32 lane */
-	__m512 xs;       /* block scales: lanes 0-7 first block, 8-15 second */
-	int two;         /* whether the second block exists */
-};
-
-static inline void chunk_load(struct chunk *k, const struct q8act *a, int c, int n)
-{
-	int left = n - c;
-	k->m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-	k->xq = _mm512_maskz_loadu_epi8(k->m, a->q + c);
-	k->ax = _mm512_abs_epi8(k->xq);
-	k->neg = _mm512_movepi8_mask(k->xq);
-	k->xsum8 = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(),
-							 _mm512_set1_epi8(1), k->xq), 3);
-	k->two = left > Q8A_BLOCK;
-	float s1 = k->two ? a->scales[c / Q8A_BLOCK + 1] : 0.0f;
-	k->xs = _mm512_insertf32x8(_mm512_set1_ps(a->scales[c / Q8A_BLOCK]),
-				   _mm256_set1_ps(s1), 1);
-}
-
-static inline __m512 q8_chunk(const int8_t *p, const struct chunk *k, __m512 acc)
-{
-	__m512i wv = _mm512_maskz_loadu_epi8(k->m, p);
-	wv = _mm512_mask_sub_epi8(wv, k->neg, _mm512_setzero_si512(), wv);
-	__m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k->ax, wv);
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), k->xs, acc);
-}
-
-static inline __m512 q4_chunk(const uint8_t *p, const struct chunk *k, __m512 ws,
-			      __m512 acc)
-{
-	const __m256i mask = _mm256_set1_epi8(15);
-	__m256i b = _mm256_maskz_loadu_epi8(k->two ? 0xffffffffu : 0xffffu, p);
-	__m256i lo = _mm256_and_si256(b, mask);
-	__m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
-	/* [lo0 lo1 hi0 hi1] -> [lo0 hi0 lo1 hi1]: each block in column order */
-	__m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-	u = _mm512_shuffle_i64x2(u, u, _MM_SHUFFLE(3, 1, 2, 0));
-	__m512i d = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, k->xq),
-				     k->xsum8);
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(k->xs, ws), acc);
-}
-
-/* A full 64-column chunk (no masks): what every row of a block shares. */
 struct full {
 	__m512i xq;      /* the codes */
 	__m512i ax;      /* |codes| (int8 weights) */
 	__mmask64 neg;   /* codes < 0 (int8 weights) */
 	__m512i nxsum8;  /* -8 * (sum of each 4 codes) (int4 weights) */
 	__m512 xs;       /* block scales: lanes 0-7 first block, 8-15 second */
+};
+
+/* The last chunk of a row, when the row's length is not a multiple of 64:
+ * the same, from masked loads (the codes beyond n read as zero). */
+struct chunk {
+	struct full f;
+	__mmask64 m;     /* the columns that exist */
+	int two;         /* whether the second block exists */
 };
 
 /* Lanes 0-7 = p[0], lanes 8-15 = p[1]: one load and one shuffle. */
@@ -84,10 +43,10 @@ static inline __m512 two_scales(const float *p)
 	return _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(0x3, p));
 }
 
+/* The parts of k that follow from its codes k->xq. */
 static inline __attribute__((always_inline)) void
-full_load(struct full *k, const struct q8act *a, int c, const int q4)
+from_codes(struct full *k, const int q4)
 {
-	k->xq = _mm512_loadu_si512(a->q + c);
 	if (q4) {
 		__m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
 						 _mm512_set1_epi8(1), k->xq);
@@ -96,29 +55,48 @@ full_load(struct full *k, const struct q8act *a, int c, const int q4)
 		k->ax = _mm512_abs_epi8(k->xq);
 		k->neg = _mm512_movepi8_mask(k->xq);
 	}
+}
+
+static inline __attribute__((always_inline)) void
+full_load(struct full *k, const struct q8act *a, int c, const int q4)
+{
+	k->xq = _mm512_loadu_si512(a->q + c);
+	from_codes(k, q4);
 	k->xs = two_scales(a->scales + c / Q8A_BLOCK);
 }
 
-/* The 64 weights at p of an int8 row: the integer sums of chunk_load's
- * q8_chunk, without masks. */
-static inline __m512 q8_full(const int8_t *p, const struct full *k, __m512 acc)
+static inline __attribute__((always_inline)) void
+chunk_load(struct chunk *k, const struct q8act *a, int c, int n, const int q4)
 {
-	__m512i wv = _mm512_loadu_si512(p);
+	int left = n - c;
+	k->m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+	k->f.xq = _mm512_maskz_loadu_epi8(k->m, a->q + c);
+	from_codes(&k->f, q4);
+	k->two = left > Q8A_BLOCK;
+	float s1 = k->two ? a->scales[c / Q8A_BLOCK + 1] : 0.0f;
+	k->f.xs = _mm512_insertf32x8(_mm512_set1_ps(a->scales[c / Q8A_BLOCK]),
+				     _mm256_set1_ps(s1), 1);
+}
+
+/* The 64 weights wv of an int8 row against the chunk k: |x| (unsigned)
+ * times the weight with x's sign moved onto it. */
+static inline __m512 q8_dot(__m512i wv, const struct full *k, __m512 acc)
+{
 	wv = _mm512_mask_sub_epi8(wv, k->neg, _mm512_setzero_si512(), wv);
 	__m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k->ax, wv);
 	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), k->xs, acc);
 }
 
-/* The 64 weights (32 bytes) at p of an int4 row, ws its two blocks' group
- * scales: q4_chunk's sums. The bytes go to [b0 b0 b1 b1] (16-byte lanes),
- * the odd lanes shifted down a nibble, every byte masked to its nibble:
- * [lo0 hi0 lo1 hi1], each block in column order, in three operations; the
- * -8 sum(x) correction is the accumulator vpdpbusd starts from. */
-static inline __m512 q4_full(const uint8_t *p, const struct full *k, __m512 ws,
-			     __m512 acc)
+/* The 64 weights of an int4 row (the 32 bytes b) against the chunk k, ws
+ * their two blocks' group scales. The bytes go to [b0 b0 b1 b1] (16-byte
+ * lanes), the odd lanes shifted down a nibble, every byte masked to its
+ * nibble: [lo0 hi0 lo1 hi1], each block in column order, in three
+ * operations; the -8 sum(x) correction is the accumulator vpdpbusd starts
+ * from. */
+static inline __m512 q4_dot(__m256i b, const struct full *k, __m512 ws, __m512 acc)
 {
-	__m512i b = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p));
-	__m512i u = _mm512_shuffle_i64x2(b, b, _MM_SHUFFLE(1, 1, 0, 0));
+	__m512i z = _mm512_castsi256_si512(b);
+	__m512i u = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(1, 1, 0, 0));
 	u = _mm512_mask_srli_epi16(u, 0xff00ff00u, u, 4);
 	u = _mm512_and_si512(u, _mm512_set1_epi8(15));
 	__m512i d = _mm512_dpbusd_epi32(k->nxsum8, u, k->xq);
@@ -157,29 +135,31 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
 		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
 			if (!q4) {
 				prefetch_at(p[i] + o, ahead);
-				acc[i] = q8_full((const int8_t *)p[i] + o, &k, acc[i]);
+				acc[i] = q8_dot(_mm512_loadu_si512(p[i] + o), &k, acc[i]);
 				continue;
 			}
 			if (o % 64 == 0)
 				prefetch_at(p[i] + o, ahead);
 			if (c % (16 * G) == 0)
 				prefetch_at(s[i] + c / G, sahead);
-			acc[i] = q4_full(p[i] + o, &k, q4_scales(s[i], c, G), acc[i]);
+			acc[i] = q4_dot(_mm256_loadu_si256((const __m256i *)(p[i] + o)), &k,
+					q4_scales(s[i], c, G), acc[i]);
 		}
 	}
 	if (c < n) {
 		struct chunk k;
-		chunk_load(&k, a, c, n);
+		chunk_load(&k, a, c, n, q4);
 		int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
 		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
 			const uint8_t *pc = p[i] + (q4 ? c / 2 : c);
 			if (!q4) {
-				acc[i] = q8_chunk((const int8_t *)pc, &k, acc[i]);
+				acc[i] = q8_dot(_mm512_maskz_loadu_epi8(k.m, pc), &k.f, acc[i]);
 				continue;
 			}
 			__m512 ws = _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]),
 						       _mm256_set1_ps(k.two ? s[i][g1] : 0.0f), 1);
-			acc[i] = q4_chunk(pc, &k, ws, acc[i]);
+			__m256i b = _mm256_maskz_loadu_epi8(k.two ? 0xffffffffu : 0xffffu, pc);
+			acc[i] = q4_dot(b, &k.f, ws, acc[i]);
 		}
 	}
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
