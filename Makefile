@@ -11,10 +11,13 @@
 #                   bundled tokenizer to $(PREFIX)/share/qwenpipe (tok's default)
 #   make clean
 #
-# Sources are discovered, not listed: a new lib/foo.c joins libcommon, a new
-# tools/foo/ directory becomes bin/foo, a new tests/c/test_foo.c becomes a C
-# test. Files named *_avx2.c, *_avx512.c, *_vnni.c are compiled for that ISA
-# only; the code that calls them checks CPUID first (lib/cpu.h).
+# Sources are discovered, not listed: a new lib/LAYER/foo.c joins libcommon,
+# a new bench/harness/foo.c joins libbench (the benchmark harness, linked
+# only by tools/bench and bench/*.c), a new tools/foo/ directory becomes
+# bin/foo, a new tests/c/test_foo.c becomes a C test. Files named *_avx2.c,
+# *_avx512.c, *_vnni.c are compiled for that ISA only; the code that calls
+# them checks CPUID first (lib/core/cpu.h). The layers of lib/ and what each
+# may include are in docs/architecture.md.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -23,12 +26,15 @@ BUILD   ?= build
 BIN     ?= bin
 
 CFLAGS  += $(OPT) -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
-           -Ilib -I/usr/include/cjson -MMD -MP -pthread
+           -Ilib -Ibench -I/usr/include/cjson -MMD -MP -pthread
 LDLIBS  += -lopenblas -lcjson -lutf8proc -lm -pthread
 
-LIB_SRC   := $(wildcard lib/*.c)
+LIB_SRC   := $(wildcard lib/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A     := $(BUILD)/libcommon.a
+HARN_SRC  := $(wildcard bench/harness/*.c)
+HARN_OBJ  := $(HARN_SRC:%.c=$(BUILD)/%.o)
+HARN_A    := $(BUILD)/libbench.a
 TOOLS     := $(notdir $(wildcard tools/*))
 TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 CTEST_SRC := $(wildcard tests/c/test_*.c)
@@ -45,10 +51,10 @@ all: $(TOOL_BINS)
 
 # Per-ISA kernel files. -ffp-contract=off: the compiler must not fuse a
 # multiply and an add that a kernel's canonical order keeps apart
-# (lib/kernels.h); baseline x86-64 code has no FMA to fuse into.
-$(BUILD)/lib/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c -ffp-contract=off
-$(BUILD)/lib/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=off
-$(BUILD)/lib/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -ffp-contract=off
+# (lib/kernels/kernels.h); baseline x86-64 code has no FMA to fuse into.
+$(BUILD)/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c -ffp-contract=off
+$(BUILD)/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=off
+$(BUILD)/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -ffp-contract=off
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -58,18 +64,24 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+$(HARN_A): $(HARN_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN)/bench: $(HARN_A)
+
 # (No % inside the secondary expansion: make would replace it with the stem.)
 .SECONDEXPANSION:
 $(BIN)/%: $$(addprefix $(BUILD)/,$$(addsuffix .o,$$(basename $$(wildcard tools/$$*/*.c)))) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_A) $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter $(HARN_A),$^) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/c/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(HARN_A) $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(HARN_A) $(LIB_A) $(LDLIBS)
 
 # Benchmarks (bench/*.c) assert nothing: each prints one JSON line, which is
 # appended to bench/results.jsonl; then bin/bench compares the synthetic

@@ -7,14 +7,14 @@
  * parameters, bf16, about 988 MB) and random weights: timing depends on
  * shapes, not values. It is written once into
  * ${XDG_CACHE_HOME:-~/.cache}/qwenpipe/synthetic-qwen2.5-0.5b-instruct-HASH/
- * (lib/synthetic.h; never in the repository) and reused.
+ * (bench/harness/synthetic.h; never in the repository) and reused.
  *
  * For each configuration (bf16 through the mapping, bf16 copied into
  * anonymous memory, float32 widened; 1 and 2 threads; for float32 prefill
  * also OpenBLAS's own threads instead of the pool): decode, ms per token
  * (median and min of DECODE_STEPS steps after a warm-up) and prefill of 64
  * tokens (tokens/s, best and median of PREFILL_REPS). Bandwidth: a read-only
- * streaming sum over a 1 GiB buffer (lib/membw.h; the L3 here is 260 MiB),
+ * streaming sum over a 1 GiB buffer (bench/harness/membw.h; the L3 here is 260 MiB),
  * best of 5, on 1 and 2 threads. Decode is reported as a fraction of the
  * bandwidth limit: weight bytes read per token / bandwidth. First, one
  * prefill-sized product (64 x 896 by 896 x 512) on one thread: OpenBLAS
@@ -23,12 +23,12 @@
  *   make bench                      (all benchmarks; appends to bench/results.jsonl)
  *   build/bench/forward [--quick]   (this one; --quick: bf16 copied only)
  */
-#include "benchrun.h"
-#include "forward.h"
-#include "membw.h"
-#include "model.h"
-#include "synthetic.h"
-#include "timing.h"
+#include "harness/benchrun.h"
+#include "model/forward.h"
+#include "harness/membw.h"
+#include "model/model.h"
+#include "harness/synthetic.h"
+#include "core/timing.h"
 
 #include <cblas.h>
 #include <stdint.h>
@@ -52,7 +52,7 @@ static _Noreturn void fail(const char *fmt, const char *arg)
 	exit(1);
 }
 
-/* The synthetic model (lib/synthetic.h), written on the first run. */
+/* The synthetic model (bench/harness/synthetic.h), written on the first run. */
 static void synthetic_dir(char *dir, size_t cap)
 {
 	struct synthetic syn;
@@ -62,7 +62,7 @@ static void synthetic_dir(char *dir, size_t cap)
 	snprintf(dir, cap, "%s", syn.dir);
 }
 
-/* GB/s of a read-only stream over 1 GiB, best of 5 (lib/membw.h). */
+/* GB/s of a read-only stream over 1 GiB, best of 5 (bench/harness/membw.h). */
 static double bandwidth(int threads)
 {
 	struct membw r;

@@ -12,17 +12,17 @@
  * alike. Prints one JSON line; asserts nothing.
  *
  *   build/bench/pipeline [MODEL]   (default: the synthetic full-size model,
- *                                   lib/synthetic.h, written if missing)
+ *                                   bench/harness/synthetic.h, written if missing)
  *
  * Needs bin/forward, bin/sample and bin/tok (make).
  */
-#include "benchrun.h"
-#include "forward.h"
-#include "model.h"
-#include "rng.h"
-#include "sampler.h"
-#include "synthetic.h"
-#include "timing.h"
+#include "harness/benchrun.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "core/rng.h"
+#include "sample/sampler.h"
+#include "harness/synthetic.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

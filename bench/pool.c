@@ -5,9 +5,9 @@
  *
  *   make bench  or  build/bench/pool
  */
-#include "benchrun.h"
-#include "pool.h"
-#include "timing.h"
+#include "harness/benchrun.h"
+#include "core/pool.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 

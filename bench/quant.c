@@ -7,18 +7,18 @@
  * DRAM. For each storage: the best and the median of REPS passes, in
  * milliseconds, and the effective bandwidth (bytes of weights and scales
  * read / best time) as a fraction of the single-thread read bandwidth
- * (lib/membw.h, measured in the same run). The int8 VNNI
+ * (bench/harness/membw.h, measured in the same run). The int8 VNNI
  * kernel with int8 activations is timed too when the CPU has it. One JSON
  * line on stdout; asserts nothing.
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
-#include "bf16.h"
-#include "config.h"
-#include "kernels.h"
-#include "quant.h"
-#include "membw.h"
-#include "timing.h"
+#include "core/bf16.h"
+#include "format/config.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "harness/membw.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,10 +9,10 @@
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
-#include "benchrun.h"
-#include "rng.h"
-#include "sampler.h"
-#include "timing.h"
+#include "harness/benchrun.h"
+#include "core/rng.h"
+#include "sample/sampler.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,8 +9,8 @@
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
-#include "benchrun.h"
-#include "tokenizer.h"
+#include "harness/benchrun.h"
+#include "text/tokenizer.h"
 
 #include <cJSON.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # quantize: the containers it writes, its flags, atomic output; and the
-# container reader (lib/qfile) refusing malformed files, through st-inspect.
+# container reader (lib/format/qfile) refusing malformed files, through st-inspect.
 
 bats_require_minimum_version 1.5.0
 load test_helper

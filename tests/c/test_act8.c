@@ -3,7 +3,7 @@
  * Accuracy: the engine's logits against an independent simulation written
  * here in double precision: a plain Qwen2 forward pass (one position at a
  * time, its own RMSNorm, RoPE, attention, SiLU) whose products by an int8 /
- * int4 matrix first round their input the way lib/quant.h defines it
+ * int4 matrix first round their input the way lib/kernels/quant.h defines it
  * (blocks of 32, scale = max|block| / 127, round half away from zero) and
  * then multiply the dequantized weights by the dequantized activations.
  * The engine computes the same function in float32 with integer sums, so
@@ -28,12 +28,12 @@
  * chunking (batch 64, 5, 1) and the scalar, AVX2 and AVX-512 (VNNI)
  * levels.
  */
-#include "bf16.h"
+#include "core/bf16.h"
 #include "check.h"
-#include "forward.h"
-#include "model.h"
-#include "qmodel.h"
-#include "quant.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "model/qmodel.h"
+#include "kernels/quant.h"
 
 #include <cJSON.h>
 #include <math.h>

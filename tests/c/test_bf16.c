@@ -1,5 +1,5 @@
 /* bf16 and f16 conversions against their closed forms. */
-#include "bf16.h"
+#include "core/bf16.h"
 #include "check.h"
 
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* config.json and generation_config.json: the bundled files parse to the
  * values written in them, and bad ones are refused with the key named. */
 #include "check.h"
-#include "config.h"
+#include "format/config.h"
 
 #include <string.h>
 

@@ -5,9 +5,9 @@
  * SIMD vs the scalar reference, float32 weights. Prints the largest
  * differences seen. */
 #include "check.h"
-#include "cpu.h"
-#include "forward.h"
-#include "model.h"
+#include "core/cpu.h"
+#include "model/forward.h"
+#include "model/model.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

@@ -11,9 +11,9 @@
  * A crash, a sanitizer report or a broken rule fails the test.
  */
 #include "check.h"
-#include "config.h"
-#include "jsonutil.h"
-#include "safetensors.h"
+#include "format/config.h"
+#include "core/jsonutil.h"
+#include "format/safetensors.h"
 
 #include <stdint.h>
 #include <stdlib.h>

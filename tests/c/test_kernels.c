@@ -1,9 +1,9 @@
 /* Kernels: the scalar reference against closed forms computed in double,
  * and every SIMD level this machine has against the scalar reference,
  * bitwise, on sizes that are not multiples of the vector width. */
-#include "bf16.h"
+#include "core/bf16.h"
 #include "check.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>

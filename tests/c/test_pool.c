@@ -2,7 +2,7 @@
  * all of them, whether the next run comes at once (caught while polling) or
  * after the threads went to sleep; pool_split covers a range exactly. */
 #include "check.h"
-#include "pool.h"
+#include "core/pool.h"
 
 #include <stdatomic.h>
 #include <time.h>

@@ -4,10 +4,10 @@
  * 1e-4 at every position, and the same 48 greedy tokens. So the stored
  * model computes exactly the function the perplexity numbers describe. */
 #include "check.h"
-#include "forward.h"
-#include "model.h"
-#include "qmodel.h"
-#include "quant.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "model/qmodel.h"
+#include "kernels/quant.h"
 
 #include <cJSON.h>
 #include <stdio.h>

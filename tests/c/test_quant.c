@@ -1,7 +1,7 @@
 /* quant: the schemes against closed forms, and every kernel this CPU has
  * against the scalar reference and against a float64 dot product of the
  * dequantized weights, on shapes that are not multiples of the vector width. */
-#include "quant.h"
+#include "kernels/quant.h"
 #include "check.h"
 
 #include <math.h>

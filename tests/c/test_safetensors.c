@@ -5,9 +5,9 @@
  * count come from the issue (the real file's figures); the header lengths,
  * shapes and offsets were read with Python's json module from the files. */
 #include "check.h"
-#include "config.h"
-#include "manifest.h"
-#include "safetensors.h"
+#include "format/config.h"
+#include "format/manifest.h"
+#include "format/safetensors.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* bin/sample in the generation loop, with this test playing forward: it
- * creates the feedback FIFO (lib/feedback.h), writes the logits stream of a
+ * creates the feedback FIFO (lib/format/feedback.h), writes the logits stream of a
  * made-up model to sample's stdin and answers each id fed back with the next
  * frame. Checks the ids written, the ids fed back, the exit status, the stop
  * cases, and that no FIFO directory is left in a private TMPDIR.
@@ -9,8 +9,8 @@
  * next(). The binary comes from $BIN (bin/ by default, build/san/bin under
  * `make check`). */
 #include "check.h"
-#include "feedback.h"
-#include "stream.h"
+#include "format/feedback.h"
+#include "format/stream.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,8 +3,8 @@
  * and independently computed outputs, and the draw against its
  * distribution (chi-square). */
 #include "check.h"
-#include "rng.h"
-#include "sampler.h"
+#include "core/rng.h"
+#include "sample/sampler.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

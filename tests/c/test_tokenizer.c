@@ -2,10 +2,10 @@
  * the full 10,004-string corpus (ids and decode, exact), and, closed-form,
  * the streaming UTF-8 holder and the round trip of bytes that are not
  * UTF-8. */
-#include "chat.h"
+#include "text/chat.h"
 #include "check.h"
-#include "tokenizer.h"
-#include "utf8.h"
+#include "text/tokenizer.h"
+#include "core/utf8.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

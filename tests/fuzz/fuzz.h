@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "err.h"
-#include "tokenizer.h"
+#include "core/err.h"
+#include "text/tokenizer.h"
 
 /* Aborts with a message when cond is false (assert() would vanish under
  * NDEBUG). */

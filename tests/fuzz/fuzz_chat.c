@@ -2,7 +2,7 @@
  * chat_render with and without the generation prompt. A rendering starts
  * with the system turn, holds every message's content and ends with the
  * generation prompt when asked. */
-#include "chat.h"
+#include "text/chat.h"
 #include "fuzz.h"
 
 #include <stdint.h>

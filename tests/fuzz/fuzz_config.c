@@ -1,9 +1,9 @@
 /* fuzz_config: config_parse and gen_config_parse (config.json and
  * generation_config.json) on the same arbitrary text, then the manifest
  * every model reader derives from an accepted config. */
-#include "config.h"
+#include "format/config.h"
 #include "fuzz.h"
-#include "manifest.h"
+#include "format/manifest.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * embedded configs, index, scheme, manifest) on arbitrary bytes. An
  * accepted container's views lie inside the input. */
 #include "fuzz.h"
-#include "qfile.h"
+#include "format/qfile.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * on arbitrary bytes. An accepted file's tensors tile its data section
  * exactly, each view inside the input. */
 #include "fuzz.h"
-#include "safetensors.h"
+#include "format/safetensors.h"
 
 #include <stdint.h>
 

@@ -2,7 +2,7 @@
  * stream_read_frame to the end) on arbitrary bytes through fmemopen. A
  * frame that is returned has its ids inside the vocabulary. */
 #include "fuzz.h"
-#include "stream.h"
+#include "format/stream.h"
 
 #include <stdint.h>
 

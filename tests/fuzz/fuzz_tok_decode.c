@@ -1,12 +1,12 @@
 /* fuzz_tok_decode: decoding arbitrary id lists with the bundled Qwen2.5
  * tokenizer, the way `tok decode` streams them: each id's bytes
  * (tok_bytes; none for an id outside the vocabulary) through the UTF-8
- * holder (lib/utf8.h) in pieces. The input is the ids as little-endian
+ * holder (lib/core/utf8.h) in pieces. The input is the ids as little-endian
  * 32-bit integers. What comes out, plus the final flush, is exactly the
  * concatenation of the tokens' bytes, and nothing is held back that could
  * not still become a character. */
 #include "fuzz.h"
-#include "utf8.h"
+#include "core/utf8.h"
 
 #include <stdint.h>
 

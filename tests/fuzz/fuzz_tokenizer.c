@@ -3,7 +3,7 @@
  * An accepted tokenizer gives every id in [0, n) bytes or none, and
  * encodes a fixed ASCII text to ids that decode back to it. */
 #include "fuzz.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <stdint.h>
 

@@ -92,7 +92,7 @@ bin/quantize "$model" -o "$corpus/qfile/tiny.q8" --level int8 2>/dev/null
 bin/quantize "$model" -o "$corpus/qfile/tiny.q4" --level int4 2>/dev/null
 bin/quantize "$model" -o "$corpus/qfile/tiny-emb.q8" --level int8 --embeddings 2>/dev/null
 
-# ---- stream: headers and frames (lib/stream.h), vocabulary 8 ----
+# ---- stream: headers and frames (lib/format/stream.h), vocabulary 8 ----
 mkdir -p "$corpus/stream"
 f32() {  # f32 BITS: a float given by its bit pattern
 	le 4 "$1"

@@ -7,27 +7,27 @@
  * For every contender (each MODEL with each --weights mode, and with
  * --int8-activations each container once more with int8 activations) and thread
  * count: prefill tokens/s, time to first token, decode ms/token, the
- * sampler's cost per token (lib/benchrun.h), repeated -r times after a
+ * sampler's cost per token (bench/harness/benchrun.h), repeated -r times after a
  * warm-up; median, minimum and maximum. The contenders alternate inside
  * each repetition (A, B, A, B, ...), so a busy machine slows them alike and
  * every repetition is a matched pair: each contender's wins against the
  * first are counted. Decode is also reported as a fraction of its limit:
  * bytes of weights per token x tokens/s / the read bandwidth measured in
- * the same run at that thread count (lib/membw.h). Each model's open time
+ * the same run at that thread count (bench/harness/membw.h). Each model's open time
  * and the resident memory it adds are measured once, and an OpenBLAS sgemm
  * prefill on the same float32 shapes is the reference for prefill.
  *
  * The report goes to stdout (-o); the same figures, one JSON object per
  * line, are appended to bench/results.jsonl (--record), never rewritten.
  */
-#include "benchrun.h"
-#include "cli.h"
-#include "cpu.h"
-#include "forward.h"
-#include "membw.h"
-#include "sampler.h"
-#include "synthetic.h"
-#include "timing.h"
+#include "harness/benchrun.h"
+#include "cli/cli.h"
+#include "core/cpu.h"
+#include "model/forward.h"
+#include "harness/membw.h"
+#include "sample/sampler.h"
+#include "harness/synthetic.h"
+#include "core/timing.h"
 
 #include <cJSON.h>
 #include <cblas.h>

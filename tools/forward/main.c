@@ -6,7 +6,7 @@
  *   forward --dump [--top K] < logits       a logits stream as text
  *
  * Ids are decimal text, one or more per line. The logits stream (binary,
- * lib/stream.h) never goes to a terminal. In generation mode forward writes
+ * lib/format/stream.h) never goes to a terminal. In generation mode forward writes
  * the prompt's last logits, then waits on the feedback FIFO named in the
  * stream header for each id the sampler draws, and answers each with one
  * more frame; it ends when the sampler closes the FIFO, the reader of
@@ -17,12 +17,12 @@
  * 2 usage; 141 the reader of stdout went away.
  */
 #include "attntrace.h"
-#include "cli.h"
-#include "cpu.h"
-#include "feedback.h"
-#include "forward.h"
-#include "model.h"
-#include "stream.h"
+#include "cli/cli.h"
+#include "core/cpu.h"
+#include "format/feedback.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "format/stream.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -59,7 +59,7 @@ static const char help[] =
 	"                      final norm)\n"
 	"      --trace-attn FILE  write the attention weights of every layer and\n"
 	"                      head for the new positions of each call as JSON\n"
-	"                      lines (layout: lib/attntrace.h)\n"
+	"                      lines (layout: tools/forward/attntrace.h)\n"
 	"      --no-cache      generation: run the whole sequence again at every\n"
 	"                      step instead of extending the KV cache (the\n"
 	"                      quadratic baseline; the same logits)\n"
@@ -227,7 +227,7 @@ static void on_trace(void *arg, int pos, int index, const float *h, int n)
 		t->call++;
 }
 
-/* ---- --trace-attn: attention weights (lib/attntrace.h) ---- */
+/* ---- --trace-attn: attention weights (tools/forward/attntrace.h) ---- */
 
 static struct outfile attn_out;
 static struct attn_trace attn;

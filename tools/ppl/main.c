@@ -5,22 +5,22 @@
  *       [--text FILE | --ids FILE] [--json]
  *
  * Each level is the safetensors MODEL loaded as float32, as bf16, or
- * quantized in memory (lib/qmodel.h: the same code as `quantize`), with
- * int8 activations for +a8 (lib/forward.h); each CONTAINER is one more
+ * quantized in memory (lib/model/qmodel.h: the same code as `quantize`), with
+ * int8 activations for +a8 (lib/model/forward.h); each CONTAINER is one more
  * level, read as stored (float activations). Every level runs side by
- * side with the float32 model (lib/ppl.h), which gives the KL divergence
+ * side with the float32 model (lib/model/ppl.h), which gives the KL divergence
  * and top-1 agreement without writing any logits anywhere.
  */
-#include "cli.h"
-#include "datadir.h"
-#include "forward.h"
-#include "model.h"
-#include "parse.h"
-#include "ppl.h"
-#include "qfile.h"
-#include "qmodel.h"
-#include "quant.h"
-#include "tokenizer.h"
+#include "cli/cli.h"
+#include "cli/datadir.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "core/parse.h"
+#include "model/ppl.h"
+#include "format/qfile.h"
+#include "model/qmodel.h"
+#include "kernels/quant.h"
+#include "text/tokenizer.h"
 
 #include <cJSON.h>
 #include <getopt.h>

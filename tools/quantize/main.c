@@ -1,24 +1,24 @@
-/* quantize: a safetensors model to an int8 or int4 container (lib/qfile.h).
+/* quantize: a safetensors model to an int8 or int4 container (lib/format/qfile.h).
  *
  *   quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings]
  *            [--report FILE] [--dry-run]
  *
- * Every 2-D weight is quantized (lib/quant.h), the embedding matrix only with
+ * Every 2-D weight is quantized (lib/kernels/quant.h), the embedding matrix only with
  * --embeddings; norms and biases stay as they are. The output is written to
  * a temporary file beside OUT and renamed into place only when complete and
  * flushed: a failure, SIGINT, SIGTERM or SIGHUP leaves neither a partial OUT
  * nor the temporary file.
  */
-#include "bf16.h"
-#include "cli.h"
-#include "config.h"
-#include "jsonutil.h"
-#include "manifest.h"
-#include "mapfile.h"
-#include "qfile.h"
-#include "quant.h"
-#include "qwrite.h"
-#include "safetensors.h"
+#include "core/bf16.h"
+#include "cli/cli.h"
+#include "format/config.h"
+#include "core/jsonutil.h"
+#include "format/manifest.h"
+#include "core/mapfile.h"
+#include "format/qfile.h"
+#include "kernels/quant.h"
+#include "model/qwrite.h"
+#include "format/safetensors.h"
 
 #include <cJSON.h>
 #include <getopt.h>

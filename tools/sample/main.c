@@ -2,8 +2,8 @@
  *
  *   tok encode < prompt | forward MODEL | sample [options] | tok decode
  *
- * Reads the binary logits stream (lib/stream.h) on stdin. For each frame it
- * draws the next token (lib/sampler.h: transformers' repetition penalty,
+ * Reads the binary logits stream (lib/format/stream.h) on stdin. For each frame it
+ * draws the next token (lib/sample/sampler.h: transformers' repetition penalty,
  * temperature, top-k, top-p, min-p), writes it to stdout (flushed, so the
  * text streams) and, when the stream header names a feedback FIFO, to
  * forward through it, which answers with the next frame. The defaults are
@@ -19,11 +19,11 @@
  * Exit status: 0 stopped normally; 1 bad stream, I/O error; 2 usage;
  * 141 the reader of stdout went away.
  */
-#include "cli.h"
-#include "feedback.h"
-#include "rng.h"
-#include "sampler.h"
-#include "stream.h"
+#include "cli/cli.h"
+#include "format/feedback.h"
+#include "core/rng.h"
+#include "sample/sampler.h"
+#include "format/stream.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -11,9 +11,9 @@
  * header through the mapping. Exit status: 0 fine, 1 bad input (or --check
  * found NaN/Inf), 2 usage, 3 the file does not match its config.
  */
-#include "cli.h"
-#include "config.h"
-#include "manifest.h"
+#include "cli/cli.h"
+#include "format/config.h"
+#include "format/manifest.h"
 #include "source.h"
 
 #include <cJSON.h>

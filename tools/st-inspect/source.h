@@ -9,9 +9,9 @@
 #define SOURCE_H
 
 #include <stdint.h>
-#include "config.h"
-#include "err.h"
-#include "manifest.h"
+#include "format/config.h"
+#include "core/err.h"
+#include "format/manifest.h"
 #include "tstats.h"
 
 struct src_tensor {

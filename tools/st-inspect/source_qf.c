@@ -1,10 +1,10 @@
 /* source_qf: the quantized containers (.q8, .q4) for st-inspect
- * (lib/qfile.h does the work). The scheme is shown as metadata; the config
+ * (lib/format/qfile.h does the work). The scheme is shown as metadata; the config
  * embedded in the container is what the summary diffs against. Statistics
  * of an int8 or int4 tensor are those of its dequantized values. */
 #include "source.h"
-#include "qfile.h"
-#include "quant.h"
+#include "format/qfile.h"
+#include "kernels/quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
-/* source_st: .safetensors files for st-inspect (lib/safetensors.h does the
+/* source_st: .safetensors files for st-inspect (lib/format/safetensors.h does the
  * work). Any file that is not one of the other kinds is read as
  * safetensors, so that a bad one gets the reader's precise message. */
 #include "source.h"
-#include "safetensors.h"
+#include "format/safetensors.h"
 
 #include <stdlib.h>
 

@@ -9,11 +9,11 @@
  * data/qwen2.5-0.5b-instruct/tokenizer.json, found from where the tok
  * executable is (see default_tokenizer), so it works from anywhere.
  */
-#include "chat.h"
-#include "cli.h"
-#include "datadir.h"
-#include "tokenizer.h"
-#include "utf8.h"
+#include "text/chat.h"
+#include "cli/cli.h"
+#include "cli/datadir.h"
+#include "text/tokenizer.h"
+#include "core/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +48,7 @@ struct opts {
 	int n_files;
 };
 
-/* The bundled tokenizer (lib/datadir.h), or NULL. */
+/* The bundled tokenizer (lib/cli/datadir.h), or NULL. */
 static char *default_tokenizer(void)
 {
 	static char path[PATH_MAX + 64];

@@ -1,0 +1,30 @@
+/* err: see err.h. */
+#include "core/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int err_set(struct err *e, const char *fmt, ...)
+{
+	if (!e)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int err_prefix(struct err *e, const char *prefix)
+{
+	if (!e)
+		return -1;
+	char tmp[sizeof e->msg];
+	memcpy(tmp, e->msg, sizeof tmp);
+	/* Truncation is fine: the message is for a person. */
+	int n = snprintf(e->msg, sizeof e->msg, "%s: ", prefix);
+	if (n >= 0 && (size_t)n < sizeof e->msg)
+		snprintf(e->msg + n, sizeof e->msg - (size_t)n, "%s", tmp);
+	return -1;
+}

@@ -1,0 +1,82 @@
+/* feedback: the FIFO that closes the generation loop.
+ *
+ * `forward` cannot compute step t+1 before `sample` has drawn token t, and a
+ * pipe only flows one way, so `forward` creates a FIFO in a private
+ * directory (mkdtemp under $TMPDIR, default /tmp), names it in the logits
+ * stream header, and reads ids from it; `sample` opens the path from the
+ * header and writes each id it draws as a decimal line ("42\n"). The sampler
+ * closing the FIFO (end of sequence, -n reached, its stdout gone, killed)
+ * is EOF for `forward`, which then exits cleanly.
+ *
+ * No deadlock, no leftovers:
+ *  - the read end is opened non-blocking, so `forward` never blocks in
+ *    open() waiting for a sampler that will never come;
+ *  - while waiting for an id, `forward` also watches its stdout: when the
+ *    reader of the stream goes away (POLLERR), it stops;
+ *  - the first id must arrive within a timeout, so a consumer that is not a
+ *    sampler (`forward MODEL | od`) ends with an error, not a hang;
+ *  - the directory and FIFO are removed on every exit path, signals included
+ *    (feedback_cleanup_on_signals).
+ */
+#ifndef FEEDBACK_H
+#define FEEDBACK_H
+
+#include <limits.h>
+#include <signal.h>
+#include "core/err.h"
+
+struct feedback {
+	char dir[PATH_MAX];   /* the private directory */
+	char path[PATH_MAX];  /* dir + "/ids" */
+	/* What exists, for the signal handler: 0 nothing, 1 the directory
+	 * (dir complete), 2 the FIFO too (path complete). Set right after each
+	 * is made and cleared only after both are removed, so a handler never
+	 * reads a name being written. */
+	volatile sig_atomic_t made;
+	int fd;               /* read end, non-blocking; -1 when closed */
+	char buf[64];         /* a partial line carried between reads */
+	int len;
+	int got_any;          /* an id has arrived: the sampler is connected */
+};
+
+/* forward: creates the directory and the FIFO and opens the read end. */
+int feedback_create(struct feedback *fb, struct err *e);
+
+/* forward: waits for the next id. Returns 1 and sets *id; 0 when the sampler
+ * closed the FIFO or the reader of watch_fd (forward's stdout) went away;
+ * -1 on error, including a malformed line and no first id within
+ * first_timeout_ms ("no sampler connected to the feedback channel within
+ * 10 s"). Later ids wait as long as they take. */
+int feedback_next(struct feedback *fb, int watch_fd, int first_timeout_ms,
+		  int *id, struct err *e);
+
+/* forward: closes the FIFO and removes it and its directory. Idempotent. */
+void feedback_destroy(struct feedback *fb);
+
+/* forward: on SIGINT, SIGTERM, SIGHUP and SIGPIPE, remove fb's FIFO and
+ * directory and the files given to feedback_cleanup_also, then die of the
+ * same signal (so the shell sees the usual status). fb may be NULL (only
+ * the files); else it must stay valid until feedback_destroy. It may be
+ * registered before feedback_create (fb->made tells what exists), which
+ * leaves no moment where a directory exists that a signal would not
+ * remove. */
+void feedback_cleanup_on_signals(struct feedback *fb);
+
+/* forward: one more file those signals remove (a temporary output file that
+ * would otherwise be left half-written), up to FEEDBACK_CLEANUP_FILES; an
+ * empty string is skipped. path must stay valid until the process ends. */
+#define FEEDBACK_CLEANUP_FILES 4
+void feedback_cleanup_also(const char *path);
+
+/* sample: opens the FIFO named in the stream header for writing. Fails with
+ * a clear message when no forward is reading it or the path is not a FIFO.
+ * Once open, it removes the FIFO's name and (if then empty) its directory:
+ * with both ends open nobody needs them, and this way nothing is left
+ * behind even when forward is killed with SIGKILL. Returns the fd or -1. */
+int feedback_open_writer(const char *path, struct err *e);
+
+/* sample: sends one id. Returns 0, or -1 when forward has gone away (EPIPE:
+ * the caller should have SIGPIPE ignored) or on another error. */
+int feedback_send(int fd, int id, struct err *e);
+
+#endif

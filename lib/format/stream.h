@@ -1,0 +1,99 @@
+/* stream: the binary logits stream between `forward` and its readers
+ * (`sample`, `forward --dump`, anything else).
+ *
+ * Byte layout, all integers and floats little-endian:
+ *
+ *   header (STREAM_HEADER_SIZE = 4240 bytes, fixed)
+ *     0    8  magic "QWLOGITS"
+ *     8    4  u32 version (STREAM_VERSION = 1); readers refuse any other
+ *    12    4  u32 n_vocab
+ *    16    4  u32 dtype (0 = float32 little-endian; nothing else yet)
+ *    20    4  u32 n_eos (0..8)
+ *    24   32  i32 eos_ids[8] (unused slots -1)
+ *    56    4  f32 temperature         generation defaults from the model's
+ *    60    4  i32 top_k                generation_config.json (0 = off)
+ *    64    4  f32 top_p                (1 = off)
+ *    68    4  f32 min_p                (0 = off)
+ *    72    4  f32 repetition_penalty   (1 = off)
+ *    76    4  u32 flags: bit 0 = STREAM_FLAG_FEEDBACK (forward waits for ids
+ *                 on the feedback FIFO), bit 1 = STREAM_FLAG_ALL (a frame
+ *                 for every position)
+ *    80    4  u32 ctx: positions the forward's KV cache holds
+ *    84   60  reserved, zero
+ *   144 4096  feedback FIFO path, NUL-terminated (empty when no feedback)
+ *   4240     end of header
+ *
+ *   then frames, each:
+ *     0    4  magic "FRME"
+ *     4    4  i32 pos: position of the logits row (0-based)
+ *     8    4  u32 n_fed: how many ids were fed since the previous frame
+ *    12  4*n_fed  i32 ids fed, in order; the last one is the token at pos
+ *     .  4*n_vocab  f32 logits
+ *
+ * So a reader knows the whole context (for the repetition penalty) from the
+ * frames alone: the first frame of a generation carries the prompt, each
+ * later one the single id that was fed back.
+ */
+#ifndef STREAM_H
+#define STREAM_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "core/err.h"
+
+#define STREAM_MAGIC "QWLOGITS"
+#define STREAM_VERSION 1
+#define STREAM_HEADER_SIZE 4240
+#define STREAM_PATH_MAX 4096
+#define STREAM_MAX_EOS 8
+#define STREAM_FLAG_FEEDBACK 1u
+#define STREAM_FLAG_ALL 2u
+
+struct stream_header {
+	uint32_t version;
+	uint32_t n_vocab;
+	uint32_t dtype;
+	uint32_t n_eos;
+	int32_t eos_ids[STREAM_MAX_EOS];
+	float temperature;
+	int32_t top_k;
+	float top_p;
+	float min_p;
+	float repetition_penalty;
+	uint32_t flags;
+	uint32_t ctx;
+	char fifo_path[STREAM_PATH_MAX];
+};
+
+struct stream_frame {
+	int32_t pos;
+	uint32_t n_fed;
+	int32_t *fed;      /* n_fed ids; owned by the frame, grown as needed */
+	uint32_t fed_cap;
+	float *logits;     /* n_vocab floats; owned by the frame */
+};
+
+/* Writes the header. Returns 0, or -1 with e set (errno kept: EPIPE means
+ * the reader went away). */
+int stream_write_header(FILE *f, const struct stream_header *h, struct err *e);
+
+/* Writes one frame. */
+int stream_write_frame(FILE *f, int32_t pos, const int32_t *fed, uint32_t n_fed,
+		       const float *logits, uint32_t n_vocab, struct err *e);
+
+/* Reads and checks a header; name (e.g. "<stdin>") is used in messages:
+ * "<stdin>: not a logits stream (bad magic)", "<stdin>: logits stream
+ * version 2 is not supported (this reader knows version 1)",
+ * "<stdin>: truncated header". */
+int stream_read_header(FILE *f, struct stream_header *h, const char *name,
+		       struct err *e);
+
+/* Reads the next frame into fr (allocated on first use, sized from h).
+ * Returns 1 for a frame, 0 at a clean end of stream (EOF exactly between
+ * frames), -1 on error ("<stdin>: truncated frame at position 5"). */
+int stream_read_frame(FILE *f, const struct stream_header *h,
+		      struct stream_frame *fr, const char *name, struct err *e);
+
+void stream_frame_free(struct stream_frame *fr);
+
+#endif

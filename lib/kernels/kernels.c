@@ -1,0 +1,181 @@
+/* kernels: the scalar reference kernels, the dispatch table and
+ * kern_matmul. See kernels.h for the canonical evaluation orders. */
+#include "kernels/kernels.h"
+#include "core/bf16.h"
+#include "kernels/quant.h"
+
+#include <assert.h>
+#include <cblas.h>
+#include <stdlib.h>
+
+/* Defined in kernels_avx2.c and kernels_avx512.c. */
+extern const struct kernels kernels_avx2, kernels_avx512;
+
+float kern_sum16(const float s[KDOT_LANES])
+{
+	float t[KDOT_LANES];
+	memcpy(t, s, sizeof t);
+	for (int w = KDOT_LANES / 2; w >= 1; w /= 2)
+		for (int j = 0; j < w; j++)
+			t[j] += t[j + w];
+	return t[0];
+}
+
+static float dot_scalar(const float *a, const float *b, int n)
+{
+	float s[KDOT_LANES] = {0};
+	for (int i = 0; i < n; i++)
+		s[i % KDOT_LANES] = fmaf(a[i], b[i], s[i % KDOT_LANES]);
+	return kern_sum16(s);
+}
+
+static float dot_bf16_scalar(const uint16_t *a, const float *b, int n)
+{
+	float s[KDOT_LANES] = {0};
+	for (int i = 0; i < n; i++)
+		s[i % KDOT_LANES] = fmaf(bf16_to_f32(a[i]), b[i], s[i % KDOT_LANES]);
+	return kern_sum16(s);
+}
+
+static void matmul_f32_scalar(float *y, int ldy, const float *w, int cols,
+			      int r0, int r1, const float *x, int ldx, int T)
+{
+	for (int r = r0; r < r1; r++)
+		for (int t = 0; t < T; t++)
+			y[(size_t)t * ldy + r] = dot_scalar(w + (size_t)r * cols,
+							    x + (size_t)t * ldx, cols);
+}
+
+static void matmul_bf16_scalar(float *y, int ldy, const uint16_t *w, int cols,
+			       int r0, int r1, const float *x, int ldx, int T)
+{
+	for (int r = r0; r < r1; r++)
+		for (int t = 0; t < T; t++)
+			y[(size_t)t * ldy + r] = dot_bf16_scalar(w + (size_t)r * cols,
+								 x + (size_t)t * ldx, cols);
+}
+
+static void rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps)
+{
+	float r = 1.0f / sqrtf(dot_scalar(x, x, n) / (float)n + eps);
+	for (int i = 0; i < n; i++)
+		out[i] = w[i] * (x[i] * r);
+}
+
+static void softmax_scalar(float *x, int n)
+{
+	float m = x[0];
+	for (int i = 1; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	float s[KDOT_LANES] = {0};
+	for (int i = 0; i < n; i++) {
+		x[i] = kexp(x[i] - m);
+		s[i % KDOT_LANES] += x[i];
+	}
+	float sum = kern_sum16(s);
+	for (int i = 0; i < n; i++)
+		x[i] = x[i] / sum;
+}
+
+static void rope_scalar(float *x, int n_heads, int head_dim, const float *cos,
+			const float *sin)
+{
+	int half = head_dim / 2;
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * head_dim;
+		for (int i = 0; i < half; i++) {
+			float a = v[i], b = v[i + half];
+			float ac = a * cos[i], bs = b * sin[i];
+			float bc = b * cos[i], as = a * sin[i];
+			v[i] = ac - bs;
+			v[i + half] = bc + as;
+		}
+	}
+}
+
+static void silu_mul_scalar(float *g, const float *u, int n)
+{
+	for (int i = 0; i < n; i++)
+		g[i] = g[i] / (1.0f + kexp(-g[i])) * u[i];
+}
+
+static void axpy_scalar(float *y, float a, const float *x, int n)
+{
+	for (int i = 0; i < n; i++)
+		y[i] = fmaf(a, x[i], y[i]);
+}
+
+static const struct kernels kernels_scalar = {
+	.level = CPU_SCALAR,
+	.matmul_f32 = matmul_f32_scalar,
+	.matmul_bf16 = matmul_bf16_scalar,
+	.dot = dot_scalar,
+	.rmsnorm = rmsnorm_scalar,
+	.softmax = softmax_scalar,
+	.rope = rope_scalar,
+	.silu_mul = silu_mul_scalar,
+	.axpy = axpy_scalar,
+};
+
+const struct kernels *kernels_for(enum cpu_level level)
+{
+	assert(level <= cpu_detect());
+	switch (level) {
+	case CPU_AVX512: return &kernels_avx512;
+	case CPU_AVX2: return &kernels_avx2;
+	default: return &kernels_scalar;
+	}
+}
+
+void kern_matmul(const struct kernels *k, float *y, int ldy, const struct wmat *w,
+		 int r0, int r1, const float *x, int ldx, int T, int blas,
+		 const struct q8act *xa)
+{
+	if (r1 <= r0 || T <= 0)
+		return;
+	switch (w->type) {
+	case WT_F32:
+		if (blas && T >= 2 && k->level != CPU_SCALAR) {
+			/* Y[T x (r1-r0)] = X[T x cols] . W[r0:r1]^T */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, r1 - r0,
+				    w->cols, 1.0f, x, ldx,
+				    (const float *)w->data + (size_t)r0 * w->cols, w->cols,
+				    0.0f, y + r0, ldy);
+			return;
+		}
+		k->matmul_f32(y, ldy, w->data, w->cols, r0, r1, x, ldx, T);
+		return;
+	case WT_BF16:
+		k->matmul_bf16(y, ldy, w->data, w->cols, r0, r1, x, ldx, T);
+		return;
+	case WT_Q8:
+	case WT_Q4:
+		if (xa)
+			quant_matmul_q8a(k->level, w, y, ldy, r0, r1, xa, T);
+		else
+			quant_matmul(k->level, w, y, ldy, r0, r1, x, ldx, T);
+		return;
+	}
+	abort();
+}
+
+void kern_row(const struct wmat *w, int r, float *out)
+{
+	switch (w->type) {
+	case WT_F32:
+		memcpy(out, (const float *)w->data + (size_t)r * w->cols,
+		       sizeof(float) * (size_t)w->cols);
+		return;
+	case WT_BF16: {
+		const uint16_t *p = (const uint16_t *)w->data + (size_t)r * w->cols;
+		for (int i = 0; i < w->cols; i++)
+			out[i] = bf16_to_f32(p[i]);
+		return;
+	}
+	case WT_Q8:
+	case WT_Q4:
+		quant_dequant_row(w, r, 0, w->cols, out);
+		return;
+	}
+	abort();
+}

@@ -1,0 +1,300 @@
+/* quant: see quant.h. The schemes, the scalar reference kernels, the
+ * run-time dispatch and the tiled matmul. */
+#include "kernels/quant.h"
+#include "kernels/quant_isa.h"
+#include "kernels/kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- schemes ---- */
+
+static int8_t round_clamp(float v, int lo, int hi)
+{
+	float r = roundf(v);  /* half away from zero */
+	if (r < (float)lo)
+		return (int8_t)lo;
+	if (r > (float)hi)
+		return (int8_t)hi;
+	return (int8_t)r;
+}
+
+/* Symmetric round-to-nearest: scale = max|w| / qmax, q = round(w / scale)
+ * clamped to [-qmax, qmax] (all zero when w is); returns the scale. */
+static float symmetric(const float *w, int n, int qmax, int8_t *q)
+{
+	float amax = 0;
+	for (int i = 0; i < n; i++)
+		amax = fmaxf(amax, fabsf(w[i]));
+	float s = amax / (float)qmax;
+	for (int i = 0; i < n; i++)
+		q[i] = s == 0 ? 0 : round_clamp(w[i] / s, -qmax, qmax);
+	return s;
+}
+
+void q8_quantize_row(const float *w, int n, int8_t *q, float *scale)
+{
+	*scale = symmetric(w, n, 127, q);
+}
+
+static void q4_pack(const int8_t *codes, int n, uint8_t *q)
+{
+	for (int b = 0; b < n; b += Q4_BLOCK)
+		for (int j = 0; j < Q4_BLOCK / 2; j++)
+			q[b / 2 + j] = (uint8_t)((codes[b + j] + 8) |
+						 ((codes[b + Q4_BLOCK / 2 + j] + 8) << 4));
+}
+
+/* One int4 group: scale = -m / 8 with m the weight of largest magnitude
+ * (the first on ties, with its sign), so m's code is exactly -8 and the
+ * whole range [-8, 7] is used; codes round half away from zero. Returns the
+ * scale. */
+static float q4_group(const float *w, int n, int8_t *codes)
+{
+	float m = 0;
+	for (int i = 0; i < n; i++)
+		if (fabsf(w[i]) > fabsf(m))
+			m = w[i];
+	float s = -m / 8.0f;
+	for (int i = 0; i < n; i++)
+		codes[i] = s == 0 ? 0 : round_clamp(w[i] / s, -8, 7);
+	return s;
+}
+
+void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales)
+{
+	int8_t codes[group];
+	for (int g = 0; g < n / group; g++) {
+		scales[g] = q4_group(w + (size_t)g * group, group, codes);
+		q4_pack(codes, group, q + (size_t)g * group / 2);
+	}
+}
+
+void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *scales)
+{
+	int8_t codes[group];
+	for (int g = 0; g < n / group; g++) {
+		scales[g] = symmetric(w + (size_t)g * group, group, 7, codes);
+		q4_pack(codes, group, q + (size_t)g * group / 2);
+	}
+}
+
+int q4_check_shape(int cols, int group, struct err *e)
+{
+	if (group <= 0 || group % Q4_BLOCK != 0)
+		return err_set(e, "group size %d is not a multiple of %d", group, Q4_BLOCK);
+	if (cols % group != 0)
+		return err_set(e, "group size %d does not divide %d columns", group, cols);
+	return 0;
+}
+
+size_t q8_data_bytes(int rows, int cols)
+{
+	return (size_t)rows * (size_t)cols;
+}
+
+size_t q4_data_bytes(int rows, int cols)
+{
+	return (size_t)rows * (size_t)cols / 2;
+}
+
+size_t q4_nscales(int rows, int cols, int group)
+{
+	return (size_t)rows * (size_t)(cols / group);
+}
+
+size_t wmat_bytes(const struct wmat *w)
+{
+	size_t n = (size_t)w->rows * (size_t)w->cols;
+	switch (w->type) {
+	case WT_F32: return n * 4;
+	case WT_BF16: return n * 2;
+	case WT_Q8: return n + sizeof(float) * (size_t)w->rows;
+	case WT_Q4: return n / 2 + sizeof(float) * q4_nscales(w->rows, w->cols, w->group_size);
+	}
+	return 0;
+}
+
+void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
+{
+	if (w->type == WT_Q8) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
+		float s = w->scales[r];
+		for (int c = c0; c < c1; c++)
+			out[c - c0] = s * (float)q[c];
+		return;
+	}
+	const float *s = w->scales + (size_t)r * (w->cols / w->group_size);
+	const uint8_t *q = (const uint8_t *)w->data + (size_t)r * w->cols / 2;
+	for (int b = c0; b < c1; b += Q4_BLOCK) {
+		float sc = s[b / w->group_size];
+		for (int j = 0; j < Q4_BLOCK / 2; j++) {
+			uint8_t byte = q[b / 2 + j];
+			out[b - c0 + j] = sc * (float)((byte & 15) - 8);
+			out[b - c0 + Q4_BLOCK / 2 + j] = sc * (float)((byte >> 4) - 8);
+		}
+	}
+}
+
+void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
+		  void *data, float *scales)
+{
+	int n = src->cols;
+	float row[n];
+	for (int r = 0; r < src->rows; r++) {
+		kern_row(src, r, row);
+		if (to == WT_Q8)
+			q8_quantize_row(row, n, (int8_t *)data + (size_t)r * n, &scales[r]);
+		else
+			(rtn ? q4_quantize_row_rtn : q4_quantize_row)(
+				row, n, group, (uint8_t *)data + (size_t)r * n / 2,
+				scales + (size_t)r * (n / group));
+	}
+}
+
+double quant_rel_error(const struct wmat *src, const struct wmat *q)
+{
+	int n = src->cols;
+	float a[n], b[n];
+	double num = 0, den = 0;
+	for (int r = 0; r < src->rows; r++) {
+		kern_row(src, r, a);
+		quant_dequant_row(q, r, 0, n, b);
+		for (int c = 0; c < n; c++) {
+			double d = (double)a[c] - b[c];
+			num += d * d;
+			den += (double)a[c] * a[c];
+		}
+	}
+	return den > 0 ? sqrt(num / den) : 0;
+}
+
+/* ---- scalar reference kernels ---- */
+
+void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		      const float *x, int ldx, int T)
+{
+	for (int r = r0; r < r1; r++) {
+		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
+		for (int t = 0; t < T; t++) {
+			const float *xt = x + (size_t)t * ldx;
+			float s[KDOT_LANES] = { 0 };
+			for (int c = 0; c < w->cols; c++)
+				s[c % 16] = fmaf((float)q[c], xt[c], s[c % 16]);
+			y[(size_t)t * ldy + r] = kern_sum16(s) * w->scales[r];
+		}
+	}
+}
+
+void q4_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		      const float *x, int ldx, int T)
+{
+	int G = w->group_size, ng = w->cols / G;
+	for (int r = r0; r < r1; r++) {
+		const float *s = w->scales + (size_t)r * ng;
+		for (int t = 0; t < T; t++) {
+			const float *xt = x + (size_t)t * ldx;
+			float acc[KDOT_LANES] = { 0 };
+			for (int g = 0; g < ng; g++) {
+				float gs[KDOT_LANES] = { 0 };
+				for (int c = g * G; c < (g + 1) * G; c++)
+					gs[c % 16] = fmaf((float)q4_code(w, r, c), xt[c], gs[c % 16]);
+				for (int j = 0; j < 16; j++)
+					acc[j] = fmaf(gs[j], s[g], acc[j]);
+			}
+			y[(size_t)t * ldy + r] = kern_sum16(acc);
+		}
+	}
+}
+
+int q8a_padded(int n)
+{
+	return (n + Q8A_BLOCK - 1) / Q8A_BLOCK * Q8A_BLOCK;
+}
+
+void q8a_quantize(const float *x, int n, struct q8act *a)
+{
+	int np = q8a_padded(n);
+	a->n = n;
+	for (int b = 0; b < np; b += Q8A_BLOCK) {
+		int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
+		a->scales[b / Q8A_BLOCK] = symmetric(x + b, e - b, 127, a->q + b);
+		memset(a->q + e, 0, (size_t)(b + Q8A_BLOCK - e));
+	}
+}
+
+/* The canonical int8-activation order (quant.h), one code at a time: the
+ * integer sum of each 4 columns, then its lane's fma. */
+void matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
+		       int r0, int r1)
+{
+	int n = w->cols, q4 = w->type == WT_Q4, G = q4 ? w->group_size : 1;
+	for (int r = r0; r < r1; r++) {
+		const int8_t *q8 = q4 ? NULL : (const int8_t *)w->data + (size_t)r * n;
+		const float *ws = q4 ? w->scales + (size_t)r * (n / G) : NULL;
+		float acc[KDOT_LANES] = { 0 };
+		for (int c = 0; c < n; c += 4) {
+			int32_t d = 0;
+			for (int i = c; i < c + 4 && i < n; i++)
+				d += (q4 ? q4_code(w, r, i) : q8[i]) * a->q[i];
+			float s = a->scales[c / Q8A_BLOCK];
+			if (q4)
+				s *= ws[c / G];
+			int j = c / 4 % KDOT_LANES;
+			acc[j] = fmaf((float)d, s, acc[j]);
+		}
+		y[r] = kern_sum16(acc) * (q4 ? 1.0f : w->scales[r]);
+	}
+}
+
+/* ---- dispatch ---- */
+
+void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		  int r0, int r1, const float *x, int ldx, int T)
+{
+	static quant_matmul_fn *const q8[] = {
+		[CPU_SCALAR] = q8_matmul_scalar, [CPU_AVX2] = q8_matmul_avx2,
+		[CPU_AVX512] = q8_matmul_avx512 };
+	static quant_matmul_fn *const q4[] = {
+		[CPU_SCALAR] = q4_matmul_scalar, [CPU_AVX2] = q4_matmul_avx2,
+		[CPU_AVX512] = q4_matmul_avx512 };
+	(w->type == WT_Q8 ? q8 : q4)[level](w, y, ldy, r0, r1, x, ldx, T);
+}
+
+int quant_has_vnni(void)
+{
+	return cpu_detect() == CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
+}
+
+void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
+		      float *y, int r0, int r1)
+{
+	if (vnni)
+		matvec_q8a_vnni(w, a, y, r0, r1);
+	else
+		matvec_q8a_scalar(w, a, y, r0, r1);
+}
+
+/* The weights a tile of quant_matmul_q8a holds: well inside L2. */
+#define Q8A_TILE_BYTES (64 * 1024)
+
+int quant_q8a_vnni(enum cpu_level level)
+{
+	return level == CPU_AVX512 && quant_has_vnni();
+}
+
+void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const struct q8act *a, int T)
+{
+	int vnni = quant_q8a_vnni(level);
+	/* Tiles of about Q8A_TILE_BYTES of weights (a multiple of 4 rows), each
+	 * read from memory once and from cache for every t. */
+	size_t row_bytes = w->type == WT_Q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
+	int tile = (int)(Q8A_TILE_BYTES / row_bytes) / 4 * 4;
+	tile = tile < 4 ? 4 : tile;
+	for (int r = r0; r < r1; r += tile) {
+		int e = r1 - r < tile ? r1 : r + tile;
+		for (int t = 0; t < T; t++)
+			quant_matvec_q8a(vnni, w, &a[t], y + (size_t)t * ldy, r, e);
+	}
+}

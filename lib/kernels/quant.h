@@ -1,0 +1,181 @@
+/* quant: the int8 and int4 weight schemes and the kernels that compute on
+ * them directly.
+ *
+ * Schemes (a `struct wmat` of type WT_Q8 or WT_Q4, lib/kernels/weights.h):
+ *
+ *   int8  symmetric, one float scale per output row:
+ *           scale = max|row| / 127, q = round(w / scale) (half away from
+ *           zero), clamped to [-127, 127]; w ~ scale * q. An all-zero row has
+ *           scale 0 and codes 0. This is exactly the `int8` of
+ *           tests/golden/ppl-shakespeare-tiny.json.
+ *
+ *   int4  group-wise along the input dimension (cols): every group of
+ *         group_size consecutive weights of a row has one float scale and
+ *         codes in the full range [-8, 7]; w ~ scale * q. With m the
+ *         group's weight of largest magnitude (the first on ties, with its
+ *         sign), scale = -m / 8: m is exactly -8 scales, the extreme
+ *         weights are kept exactly, and the step is 7/8 of the max/7
+ *         baseline's; q = round(w / scale) (half away from zero) clamped to
+ *         [-8, 7] (only a weight of m's magnitude and the other sign
+ *         clamps, from 8 to 7). The scale may be negative. group_size is a
+ *         multiple of Q4_BLOCK and divides cols. (q4_quantize_row_rtn is
+ *         the golden's `int4g32` baseline: scale = max|group| / 7, codes in
+ *         [-7, 7]; ppl reports both.) A search for the scale minimising
+ *         each group's squared error was tried and measured: it cuts the
+ *         weight error but raised perplexity above the baseline (README).
+ *
+ * int4 packing (the contract of WT_Q4 data): row r takes cols / 2 bytes at
+ * data + r * cols / 2. The row is cut into blocks of Q4_BLOCK = 32 weights;
+ * block b (weights 32b .. 32b+31 of the row) is the 16 bytes at 16b; byte j
+ * of the block holds (q[32b + j] + 8) in its low nibble and
+ * (q[32b + 16 + j] + 8) in its high nibble. So one 16-byte load gives the
+ * block's first half from the low nibbles and its second half from the high
+ * nibbles, in order. Scales: float scales[rows * (cols / group_size)],
+ * row-major, scales[r * (cols / group_size) + g] for weights
+ * g * group_size .. (g + 1) * group_size - 1.
+ *
+ * Kernels: y = W x for a range of output rows and T activation vectors, so
+ * a thread pool can split by rows and get the same bits for any split. They
+ * read the integer codes and widen them in registers; nothing is
+ * dequantized into memory. A scalar reference and AVX2 / AVX-512 versions
+ * exist, chosen by the caller's lib/core/cpu.h level. All follow one
+ * canonical order (the one of lib/kernels/kernels.h's dot), so they are bitwise
+ * equal: 16 partial sums start at +0;
+ *   int8: weight c goes into s[c % 16] = fmaf(q[c], x[c], s), in increasing
+ *         c; the sums are folded in halves (s[j] += s[j + w], w = 8, 4, 2,
+ *         1) and s[0] times the row's scale is the result;
+ *   int4: per group, g[c % 16] = fmaf(q[c], x[c], g) over the group's
+ *         weights in increasing c (from fresh zeros), then
+ *         s[j] = fmaf(g[j], scale, s[j]) for each lane; after the last group
+ *         the same fold gives the result.
+ *
+ * int8 activations (`--int8-activations`, AVX-512 VNNI): the activation
+ * vector is itself quantized, symmetric, in blocks of Q8A_BLOCK = 32 values
+ * with one float scale each (scale = max|block| / 127, codes as int8
+ * weights), and the dot products run on integers (vpdpbusd), one float
+ * multiply per 4 columns. It is faster and less exact. The order, followed
+ * by the VNNI kernel and the scalar reference alike (so they are bitwise
+ * equal): 16 partial sums start at +0; for c = 0, 4, 8, ... the integer
+ * d = sum of q[i] * a.q[i] over columns c .. c + 3 (those < cols) goes
+ * into lane j = (c / 4) % 16 as acc[j] = fmaf((float)d, s, acc[j]), with
+ * s = a.scales[c / 32] for int8 and s = a.scales[c / 32] * scale of c's
+ * group (rounded to float first) for int4; the fold of kern_sum16 gives
+ * the sum, times the row's scale for int8.
+ */
+#ifndef QUANT_H
+#define QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/cpu.h"
+#include "core/err.h"
+#include "kernels/weights.h"
+
+#define Q4_BLOCK 32            /* weights per packed int4 block (16 bytes) */
+#define Q4_DEFAULT_GROUP 32
+#define Q8A_BLOCK 32           /* activations per int8-activation scale */
+
+/* ---- quantization (float32 in, codes and scales out) ---- */
+
+/* int8: quantizes one row of n weights into q[n] and *scale. */
+void q8_quantize_row(const float *w, int n, int8_t *q, float *scale);
+
+/* int4: quantizes one row of n weights (n a multiple of group, group a
+ * multiple of Q4_BLOCK) into packed q[n / 2] and scales[n / group]. */
+void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales);
+
+/* The golden int4 baseline (round to nearest, scale = max|group| / 7,
+ * codes in [-7, 7]) in the same packing: for comparison in ppl. */
+void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *scales);
+
+/* Quantizes a whole WT_F32 or WT_BF16 matrix src into `to` (WT_Q8, or
+ * WT_Q4 with group; rtn picks q4_quantize_row_rtn): data gets
+ * q8_data_bytes / q4_data_bytes, scales rows / q4_nscales floats. Works a
+ * row at a time (scratch on the stack: cols floats). */
+void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
+		  void *data, float *scales);
+
+/* ||src - dequant(q)|| / ||src|| over the whole matrix (0 for a zero src):
+ * the report's relative weight error. */
+double quant_rel_error(const struct wmat *src, const struct wmat *q);
+
+/* Checks that a matrix of cols columns can use int4 with this group size;
+ * on failure fills e with the reason ("group size 48 is not a multiple of
+ * 32", "group size 64 does not divide 96 columns"). */
+int q4_check_shape(int cols, int group, struct err *e);
+
+/* Bytes of codes and number of scales of a rows x cols matrix. */
+size_t q8_data_bytes(int rows, int cols);
+size_t q4_data_bytes(int rows, int cols);
+size_t q4_nscales(int rows, int cols, int group);
+
+/* Bytes of a matrix of any type (lib/kernels/weights.h), scales included: what a
+ * pass over it reads. */
+size_t wmat_bytes(const struct wmat *w);
+
+/* The code of weight (r, c) of a WT_Q4 matrix, in [-8, 7]. */
+static inline int q4_code(const struct wmat *w, int r, int c)
+{
+	const uint8_t *row = (const uint8_t *)w->data + (size_t)r * (size_t)w->cols / 2;
+	int b = c / Q4_BLOCK, j = c % Q4_BLOCK;
+	uint8_t byte = row[b * (Q4_BLOCK / 2) + (j % (Q4_BLOCK / 2))];
+	return (j < Q4_BLOCK / 2 ? (byte & 15) : (byte >> 4)) - 8;
+}
+
+/* Dequantizes columns [c0, c1) of row r of a WT_Q8 or WT_Q4 matrix into
+ * out[c1 - c0] (c0, c1 multiples of Q4_BLOCK for WT_Q4, or c1 == cols).
+ * Used for the embedding lookup: w = scale * q,
+ * computed in float32 exactly as the simulated-quantization reference does. */
+void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
+
+/* ---- kernels ---- */
+
+/* y[t * ldy + r] = sum_c W[r][c] x[t * ldx + c] for r in [r0, r1) and
+ * t < T: w is WT_Q8 or WT_Q4 (the argument order of kern_matmul,
+ * lib/kernels/kernels.h). Each output is computed in the same order whatever T, the
+ * row range, the split of rows into calls or the SIMD level, so chunking a
+ * prompt, threading by rows or capping the level never changes a bit. With
+ * T > 1 each block of four rows is read from memory once and reused from
+ * cache for every t. level: the kernels to use (lib/core/cpu.h), at most
+ * cpu_detect(). */
+void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		  int r0, int r1, const float *x, int ldx, int T);
+
+/* int8 activations: a vector quantized in blocks of Q8A_BLOCK. The caller
+ * owns the buffers: q[n_pad], scales[n_pad / Q8A_BLOCK] with n_pad = n
+ * rounded up to Q8A_BLOCK (see q8a_padded). */
+struct q8act {
+	int n;           /* logical length */
+	int8_t *q;       /* n_pad codes, zero beyond n */
+	float *scales;   /* one per block */
+};
+
+int q8a_padded(int n);
+
+/* Quantizes x[n] into a (a->q and a->scales must be allocated). */
+void q8a_quantize(const float *x, int n, struct q8act *a);
+
+/* Whether this CPU has the int8-activation kernel (AVX-512 VNNI, with the
+ * AVX-512 of cpu_detect()). */
+int quant_has_vnni(void);
+
+/* y[r] for r in [r0, r1) from the quantized activations a: w is WT_Q8 or
+ * WT_Q4 (group a multiple of Q8A_BLOCK, as every int4 group is). vnni: the
+ * VNNI kernel (only where quant_has_vnni()), else the scalar reference;
+ * both follow the order above, so they give the same bits. */
+void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
+		      float *y, int r0, int r1);
+
+/* Whether quant_matmul_q8a uses the VNNI kernel at this level: level is
+ * CPU_AVX512 and quant_has_vnni(). */
+int quant_q8a_vnni(enum cpu_level level);
+
+/* y[t * ldy + r] for r in [r0, r1) and t < T from the quantized inputs
+ * a[t], by quant_matvec_q8a: the VNNI kernel where quant_q8a_vnni(), else
+ * the scalar reference (the same bits). With T > 1 the rows go in tiles of
+ * about 64 KiB of weights, each multiplied by every a[t] while it is in
+ * cache; a row's result does not depend on the tiling. */
+void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		      int r0, int r1, const struct q8act *a, int T);
+
+#endif

@@ -1,0 +1,67 @@
+/* quant_avx512: the int8 and int4 matmul kernels for AVX-512 (F, BW, VL):
+ * the steps for lib/kernels/quant_simd.h, the 16 canonical lanes in one zmm. The
+ * int8 widening is one vpmovsxbd per 16 weights. */
+#include "kernels/quant_isa.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define A __m512
+#define QUANT_FN(name) name##_avx512
+
+static inline A azero(void) { return _mm512_setzero_ps(); }
+
+static inline A widen8(__m128i b)
+{
+	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+}
+
+static inline A q8_widen(const int8_t *q)
+{
+	return widen8(_mm_loadu_si128((const __m128i *)q));
+}
+
+static inline A afma(A w, const float *x, A acc)
+{
+	return _mm512_fmadd_ps(w, _mm512_loadu_ps(x), acc);
+}
+
+static inline A q8_step(const int8_t *q, const float *x, A acc)
+{
+	return afma(q8_widen(q), x, acc);
+}
+
+/* Tokens per pass over a block of four rows (quant_simd.h): int8, 16
+ * accumulators, four codes and one input; int4, 8 group sums, 8 row sums
+ * and 8 codes: each fits the 32 zmm registers. */
+#define QUANT_TB 4
+#define QUANT_TB4 2
+
+/* The int4 block: the 16 bytes zero-extended to 16 dwords once; vpermps
+ * reads only the low 4 bits of each index, so the dwords index a table of
+ * the 16 codes' floats (-8 .. 7) directly for the low nibbles, and after
+ * one shift for the high ones: two shuffles and a shift per 32 weights
+ * instead of masking, subtracting and converting (measured in the README,
+ * bench: int4 kernel). float(q) is exact, so the order and the bits are
+ * those of the reference. */
+static inline void q4_widen(const uint8_t *p, A *lo, A *hi)
+{
+	const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1,
+					    0, 1, 2, 3, 4, 5, 6, 7);
+	__m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+	*lo = _mm512_permutexvar_ps(b, codes);
+	*hi = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), codes);
+}
+
+static inline A ascale(A g, float s, A acc)
+{
+	return _mm512_fmadd_ps(g, _mm512_set1_ps(s), acc);
+}
+
+static inline float afold(A a)
+{
+	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+	return quant_fold8(h);
+}
+
+#include "kernels/quant_simd.h"

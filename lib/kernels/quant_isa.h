@@ -1,0 +1,35 @@
+/* quant_isa: the per-ISA kernels behind lib/kernels/quant.h (internal to lib/).
+ *
+ * Each function computes rows [r0, r1) of y_t = W x_t (t < T) for one
+ * matrix type, with the arguments of quant_matmul; the
+ * *_avx2 / *_avx512 / *_vnni files are compiled for that ISA only, and
+ * quant.c calls them after checking CPUID.
+ */
+#ifndef QUANT_ISA_H
+#define QUANT_ISA_H
+
+#include "kernels/quant.h"
+
+typedef void quant_matmul_fn(const struct wmat *w, float *y, int ldy, int r0,
+			     int r1, const float *x, int ldx, int T);
+typedef void quant_q8a_fn(const struct wmat *w, const struct q8act *a,
+			  float *y, int r0, int r1);
+
+quant_matmul_fn q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512;
+quant_matmul_fn q4_matmul_scalar, q4_matmul_avx2, q4_matmul_avx512;
+quant_q8a_fn matvec_q8a_scalar, matvec_q8a_vnni;  /* both types */
+
+#ifdef __AVX__
+#include <immintrin.h>
+/* The canonical fold's last three halvings (lanes j += j + 4, j + 2, j + 1)
+ * of 8 partial sums that are already s[j] + s[j + 8]. */
+static inline float quant_fold8(__m256 h)
+{
+	__m128 v = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+	v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+	v = _mm_add_ss(v, _mm_movehdup_ps(v));
+	return _mm_cvtss_f32(v);
+}
+#endif
+
+#endif

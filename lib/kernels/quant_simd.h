@@ -1,0 +1,195 @@
+/* quant_simd: the loops of the SIMD int8 / int4 matmul kernels, written once
+ * and instantiated by quant_avx2.c and quant_avx512.c (internal to lib/).
+ *
+ * Both follow the canonical order of lib/kernels/quant.h exactly (16 partial sums,
+ * fmaf, folded in halves), so they are bitwise equal to the scalar
+ * reference. The including file defines:
+ *   A                        16 float lanes (one zmm, or two ymm)
+ *   azero()
+ *   q8_widen(q)              the 16 codes at q as floats
+ *   afma(w, x, acc)          lane j += w[j] * x[j], j < 16 (one fma each)
+ *   q8_step(q, x, acc)       afma(q8_widen(q), x, acc)
+ *   QUANT_TB                 tokens per pass over a block of int8 rows
+ *   q4_widen(p, &lo, &hi)    the int4 block at p (32 weights) as floats:
+ *                            weights 0..15 in lo, 16..31 in hi
+ *   QUANT_TB4                tokens per pass over a block of int4 rows
+ *   ascale(g, s, acc)        lane j: acc[j] = fma(g[j], s, acc[j])
+ *   afold(acc)               the 16 lanes folded in halves (8, 4, 2, 1)
+ *   QUANT_FN(name)           name with the ISA suffix
+ * and includes this file once.
+ *
+ * Structure: four rows at a time share each x (from L1), one accumulator
+ * set per row, so four independent FMA chains hide the latency; each row's
+ * stream (and an int4 row's scales) is prefetched ahead as lib/kernels/prefetch.h
+ * says; the rows left over go one
+ * at a time through the same per-row sequence. The last cols % 16 int8
+ * columns go through the same step from zero-padded copies (a zero product
+ * leaves a partial sum unchanged, so the order is kept).
+ */
+
+#include "kernels/prefetch.h"
+
+/* The lanes of the last 16-wide partial step, from zero-padded copies. */
+static inline A q8_tail(const int8_t *q, const float *x, int nv, int n, A acc)
+{
+	if (n == nv)
+		return acc;
+	int8_t qt[16] = { 0 };
+	float xt[16] = { 0 };
+	memcpy(qt, q + nv, (size_t)(n - nv));
+	memcpy(xt, x + nv, sizeof(float) * (size_t)(n - nv));
+	return q8_step(qt, xt, acc);
+}
+
+/* Rows r .. r + 3 for the tb tokens t .. t + tb - 1: each 16 codes of a
+ * row widened once and multiplied by every token's x, so a batch pays the
+ * widening once per tb tokens; per (row, token) the sums are those of the
+ * single-token order. tb is a constant where this is inlined. */
+static inline __attribute__((always_inline)) void
+q8_rows4(const int8_t *q0, int n, int nv, const float *sc, int r, const float *xs,
+	 int ldx, float *ys, int ldy, int t, const int tb)
+{
+	const int8_t *q[4] = { q0, q0 + n, q0 + 2 * (size_t)n, q0 + 3 * (size_t)n };
+	size_t ahead = prefetch_ahead(4 * (size_t)n);
+	A acc[4][QUANT_TB];
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		acc[i][j] = azero();
+	for (int c = 0; c < nv; c += 16) {
+		if ((c & 63) == 0)
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				prefetch_at(q[i] + c, ahead);
+		A w[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			w[i] = q8_widen(q[i] + c);
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+			const float *x = xs + (size_t)(t + j) * ldx + c;
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				acc[i][j] = afma(w[i], x, acc[i][j]);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+		const float *x = xs + (size_t)(t + j) * ldx;
+		float *y = ys + (size_t)(t + j) * ldy;
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			y[r + i] = afold(q8_tail(q[i], x, nv, n, acc[i][j])) * sc[r + i];
+	}
+}
+
+void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
+			 const float *xs, int ldx, int T)
+{
+	int n = w->cols, nv = n / 16 * 16;
+	const int8_t *base = w->data;
+	const float *sc = w->scales;
+	int r = r0;
+	for (; r + 4 <= r1; r += 4) {
+		const int8_t *q0 = base + (size_t)r * n;
+		int t = 0;
+		for (; t + QUANT_TB <= T; t += QUANT_TB)
+			q8_rows4(q0, n, nv, sc, r, xs, ldx, ys, ldy, t, QUANT_TB);
+		for (; t < T; t++)
+			q8_rows4(q0, n, nv, sc, r, xs, ldx, ys, ldy, t, 1);
+	}
+	for (; r < r1; r++) {
+		const int8_t *q0 = base + (size_t)r * n;
+		for (int t = 0; t < T; t++) {
+			const float *x = xs + (size_t)t * ldx;
+			A a0 = azero();
+			for (int c = 0; c < nv; c += 16)
+				a0 = q8_step(q0 + c, x + c, a0);
+			ys[(size_t)t * ldy + r] = afold(q8_tail(q0, x, nv, n, a0)) * sc[r];
+		}
+	}
+}
+
+/* The int4 block at p (32 weights) against x[0..32). */
+static inline A q4_step(const uint8_t *p, const float *x, A acc)
+{
+	A lo, hi;
+	q4_widen(p, &lo, &hi);
+	return afma(hi, x + 16, afma(lo, x, acc));
+}
+
+/* Rows r .. r + 3 for the tb tokens t .. t + tb - 1, as q8_rows4: each
+ * block's codes widened once for tb tokens, the order per (row, token)
+ * that of one token. */
+static inline __attribute__((always_inline)) void
+q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int ldy,
+	 int t, const int tb)
+{
+	int n = w->cols, G = w->group_size, ng = n / G;
+	size_t rb = (size_t)n / 2;  /* bytes per row */
+	const uint8_t *q[4];
+	const float *s[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+		q[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
+		s[i] = w->scales + (size_t)(r + i) * ng;
+	}
+	size_t ahead = prefetch_ahead(4 * rb);
+	size_t sahead = prefetch_ahead(4 * sizeof(float) * (size_t)ng);
+	A acc[4][QUANT_TB4];
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		acc[i][j] = azero();
+	for (int g = 0; g < ng; g++) {
+		if (g % 16 == 0)
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				prefetch_at(s[i] + g, sahead);
+		A gs[4][QUANT_TB4];
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			gs[i][j] = azero();
+		for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
+			size_t o = (size_t)c / 2;
+			if ((o & 63) == 0)
+				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+					prefetch_at(q[i] + o, ahead);
+			A lo[4], hi[4];
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				q4_widen(q[i] + o, &lo[i], &hi[i]);
+			_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+				const float *x = xs + (size_t)(t + j) * ldx + c;
+				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+					gs[i][j] = afma(hi[i], x + 16, afma(lo[i], x, gs[i][j]));
+			}
+		}
+		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			acc[i][j] = ascale(gs[i][j], s[i][g], acc[i][j]);
+	}
+	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		ys[(size_t)(t + j) * ldy + r + i] = afold(acc[i][j]);
+}
+
+void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
+			 const float *xs, int ldx, int T)
+{
+	int n = w->cols, G = w->group_size, ng = n / G;
+	size_t rb = (size_t)n / 2;  /* bytes per row */
+	const uint8_t *base = w->data;
+	int r = r0;
+	for (; r + 4 <= r1; r += 4) {
+		int t = 0;
+		for (; t + QUANT_TB4 <= T; t += QUANT_TB4)
+			q4_rows4(w, r, xs, ldx, ys, ldy, t, QUANT_TB4);
+		for (; t < T; t++)
+			q4_rows4(w, r, xs, ldx, ys, ldy, t, 1);
+	}
+	for (; r < r1; r++) {
+		const uint8_t *q0 = base + (size_t)r * rb;
+		const float *s0 = w->scales + (size_t)r * ng;
+		for (int t = 0; t < T; t++) {
+			const float *x = xs + (size_t)t * ldx;
+			A a0 = azero();
+			for (int g = 0; g < ng; g++) {
+				A g0 = azero();
+				for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK)
+					g0 = q4_step(q0 + c / 2, x + c, g0);
+				a0 = ascale(g0, s0[g], a0);
+			}
+			ys[(size_t)t * ldy + r] = afold(a0);
+		}
+	}
+}

@@ -1,0 +1,193 @@
+/* quant_vnni: the int8-activation kernels (AVX-512 VNNI, vpdpbusd).
+ *
+ * The activations were quantized in blocks of Q8A_BLOCK = 32 (lib/kernels/quant.h);
+ * a 64-byte chunk of weights covers two blocks, whose integer sums land in
+ * lanes 0-7 and 8-15 of the vpdpbusd result, so one float vector of the two
+ * blocks' scales turns the chunk into floats. vpdpbusd multiplies unsigned by
+ * signed bytes:
+ *   int8 weights: |x| (unsigned) times the weight with x's sign moved onto
+ *                 it, which gives exactly sum(w x);
+ *   int4 weights: the stored nibble u = q + 8 (unsigned) times x, minus
+ *                 8 * sum(x), which gives exactly sum(q x).
+ * Up to four rows share each chunk's activation work; each row's weights are
+ * prefetched ahead as lib/kernels/prefetch.h says. The full 64-column chunks go
+ * without masks or branches (struct full); only the last partial chunk of a
+ * row takes the masked path (struct chunk). */
+#include "kernels/quant_isa.h"
+#include "kernels/prefetch.h"
+
+#include <immintrin.h>
+
+/* What a 64-column chunk of activations contributes, shared by the rows. */
+struct full {
+	__m512i xq;      /* the codes */
+	__m512i ax;      /* |codes| (int8 weights) */
+	__mmask64 neg;   /* codes < 0 (int8 weights) */
+	__m512i nxsum8;  /* -8 * (sum of each 4 codes) (int4 weights) */
+	__m512 xs;       /* block scales: lanes 0-7 first block, 8-15 second */
+};
+
+/* The last chunk of a row, when the row's length is not a multiple of 64:
+ * the same, from masked loads (the codes beyond n read as zero). */
+struct chunk {
+	struct full f;
+	__mmask64 m;     /* the columns that exist */
+	int two;         /* whether the second block exists */
+};
+
+/* Lanes 0-7 = p[0], lanes 8-15 = p[1]: one load and one shuffle. */
+static inline __m512 two_scales(const float *p)
+{
+	const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0,
+					      1, 1, 1, 1, 1, 1, 1, 1);
+	return _mm512_permutexvar_ps(idx, _mm512_maskz_loadu_ps(0x3, p));
+}
+
+/* The parts of k that follow from its codes k->xq. */
+static inline __attribute__((always_inline)) void
+from_codes(struct full *k, const int q4)
+{
+	if (q4) {
+		__m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+						 _mm512_set1_epi8(1), k->xq);
+		k->nxsum8 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(s4, 3));
+	} else {
+		k->ax = _mm512_abs_epi8(k->xq);
+		k->neg = _mm512_movepi8_mask(k->xq);
+	}
+}
+
+static inline __attribute__((always_inline)) void
+full_load(struct full *k, const struct q8act *a, int c, const int q4)
+{
+	k->xq = _mm512_loadu_si512(a->q + c);
+	from_codes(k, q4);
+	k->xs = two_scales(a->scales + c / Q8A_BLOCK);
+}
+
+static inline __attribute__((always_inline)) void
+chunk_load(struct chunk *k, const struct q8act *a, int c, int n, const int q4)
+{
+	int left = n - c;
+	k->m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+	k->f.xq = _mm512_maskz_loadu_epi8(k->m, a->q + c);
+	from_codes(&k->f, q4);
+	k->two = left > Q8A_BLOCK;
+	float s1 = k->two ? a->scales[c / Q8A_BLOCK + 1] : 0.0f;
+	k->f.xs = _mm512_insertf32x8(_mm512_set1_ps(a->scales[c / Q8A_BLOCK]),
+				     _mm256_set1_ps(s1), 1);
+}
+
+/* The 64 weights wv of an int8 row against the chunk k: |x| (unsigned)
+ * times the weight with x's sign moved onto it. */
+static inline __m512 q8_dot(__m512i wv, const struct full *k, __m512 acc)
+{
+	wv = _mm512_mask_sub_epi8(wv, k->neg, _mm512_setzero_si512(), wv);
+	__m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k->ax, wv);
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), k->xs, acc);
+}
+
+/* The 64 weights of an int4 row (the 32 bytes b) against the chunk k, ws
+ * their two blocks' group scales. The bytes go to [b0 b0 b1 b1] (16-byte
+ * lanes), the odd lanes shifted down a nibble, every byte masked to its
+ * nibble: [lo0 hi0 lo1 hi1], each block in column order, in three
+ * operations; the -8 sum(x) correction is the accumulator vpdpbusd starts
+ * from. */
+static inline __m512 q4_dot(__m256i b, const struct full *k, __m512 ws, __m512 acc)
+{
+	__m512i z = _mm512_castsi256_si512(b);
+	__m512i u = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(1, 1, 0, 0));
+	u = _mm512_mask_srli_epi16(u, 0xff00ff00u, u, 4);
+	u = _mm512_and_si512(u, _mm512_set1_epi8(15));
+	__m512i d = _mm512_dpbusd_epi32(k->nxsum8, u, k->xq);
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(k->xs, ws), acc);
+}
+
+/* The group scales of columns c .. c + 63 of one int4 row (s: the row's). */
+static inline __m512 q4_scales(const float *s, int c, int G)
+{
+	int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
+	return g1 == g0 ? _mm512_set1_ps(s[g0]) : two_scales(s + g0);
+}
+
+/* Rows r .. r + R - 1 (R a constant where this is inlined): the full chunks
+ * without masks, then the last partial chunk through chunk_load, in column
+ * order, so the sums are those of the order in lib/kernels/quant.h. */
+static inline __attribute__((always_inline)) void
+rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
+     size_t sahead, const int q4, const int R)
+{
+	int n = w->cols, G = q4 ? w->group_size : 1, ng = n / G;
+	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
+	const uint8_t *p[4];
+	const float *s[4];
+	__m512 acc[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+		p[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
+		s[i] = w->scales + (size_t)(r + i) * ng;
+		acc[i] = _mm512_setzero_ps();
+	}
+	int c = 0;
+	for (; c + 64 <= n; c += 64) {
+		struct full k;
+		full_load(&k, a, c, q4);
+		size_t o = q4 ? (size_t)c / 2 : (size_t)c;
+		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+			if (!q4) {
+				prefetch_at(p[i] + o, ahead);
+				acc[i] = q8_dot(_mm512_loadu_si512(p[i] + o), &k, acc[i]);
+				continue;
+			}
+			if (o % 64 == 0)
+				prefetch_at(p[i] + o, ahead);
+			if (c % (16 * G) == 0)
+				prefetch_at(s[i] + c / G, sahead);
+			acc[i] = q4_dot(_mm256_loadu_si256((const __m256i *)(p[i] + o)), &k,
+					q4_scales(s[i], c, G), acc[i]);
+		}
+	}
+	if (c < n) {
+		struct chunk k;
+		chunk_load(&k, a, c, n, q4);
+		int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
+		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+			const uint8_t *pc = p[i] + (q4 ? c / 2 : c);
+			if (!q4) {
+				acc[i] = q8_dot(_mm512_maskz_loadu_epi8(k.m, pc), &k.f, acc[i]);
+				continue;
+			}
+			__m512 ws = _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]),
+						       _mm256_set1_ps(k.two ? s[i][g1] : 0.0f), 1);
+			__m256i b = _mm256_maskz_loadu_epi8(k.two ? 0xffffffffu : 0xffffu, pc);
+			acc[i] = q4_dot(b, &k.f, ws, acc[i]);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
+		y[r + i] = quant_fold8(_mm256_add_ps(_mm512_castps512_ps256(acc[i]),
+						     _mm512_extractf32x8_ps(acc[i], 1))) *
+			   (q4 ? 1.0f : w->scales[r + i]);
+}
+
+/* Blocks of four rows, then the rest one at a time; int8 and int4 each get
+ * their own inlined copy. */
+static inline __attribute__((always_inline)) void
+matvec(const struct wmat *w, const struct q8act *a, float *y, int r0, int r1, const int q4)
+{
+	size_t rb = q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
+	size_t ahead = prefetch_ahead(4 * rb);
+	size_t sahead = q4 ? prefetch_ahead(4 * sizeof(float) * (size_t)(w->cols / w->group_size)) : 0;
+	int r = r0;
+	for (; r + 4 <= r1; r += 4)
+		rows(w, a, y, r, ahead, sahead, q4, 4);
+	for (; r < r1; r++)
+		rows(w, a, y, r, ahead, sahead, q4, 1);
+}
+
+void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
+		     int r0, int r1)
+{
+	if (w->type == WT_Q4)
+		matvec(w, a, y, r0, r1, 1);
+	else
+		matvec(w, a, y, r0, r1, 0);
+}

@@ -1,0 +1,41 @@
+/* weights: a view of one weight matrix, whatever its storage.
+ *
+ * The forward pass multiplies activations by matrices stored as float32,
+ * bfloat16 (read directly: 2 bytes per weight, widened in registers) or the
+ * quantized formats of the containers. A `struct wmat` describes one such
+ * matrix without owning it: data points into a mapping or into memory the
+ * model owns. Kernels (lib/kernels/kernels.h) dispatch on `type`.
+ *
+ * Layout, for every type: row-major [rows x cols], one row per output
+ * feature, as in PyTorch's nn.Linear weight (y = W x).
+ *   WT_F32   float    data[rows * cols]
+ *   WT_BF16  uint16_t data[rows * cols]
+ *   WT_Q8    int8_t   data[rows * cols], float scales[rows] (one per row):
+ *            w = scales[r] * q
+ *   WT_Q4    uint8_t  data[rows * cols / 2], two weights per byte, group-wise
+ *            along cols with group_size weights per group, float
+ *            scales[rows * cols / group_size]; the nibble packing and any
+ *            offset are defined in lib/kernels/quant.h
+ */
+#ifndef WEIGHTS_H
+#define WEIGHTS_H
+
+#include <stdint.h>
+
+enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4 };
+
+struct wmat {
+	enum wtype type;
+	int rows, cols;
+	const void *data;
+	const float *scales;  /* WT_Q8, WT_Q4 */
+	int group_size;       /* WT_Q4 */
+};
+
+/* Whether w stores integers (WT_Q8, WT_Q4). */
+static inline int wmat_is_int(const struct wmat *w)
+{
+	return w->type == WT_Q8 || w->type == WT_Q4;
+}
+
+#endif

@@ -1,0 +1,364 @@
+/* forward: see forward.h. */
+#include "model/forward.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows per unit of work split between threads. */
+#define SPLIT_ALIGN 16
+
+/* Up to three matrix products sharing an input, split between threads by
+ * output rows. Rows of the products are concatenated into one space, except
+ * for `paired` products (gate and up), which share the row space of the
+ * first so each thread can finish its rows with silu_mul. */
+struct mm {
+	const struct wmat *w;
+	float *y;
+	int ldy;
+};
+
+struct mm_job {
+	struct forward *f;
+	int n;
+	struct mm mm[3];
+	const float *x;
+	int ldx, T;
+	int paired;
+	const struct q8act *xa;  /* x quantized (act8), or NULL: set by run_mm */
+};
+
+static void mm_part(void *arg, int i, int n)
+{
+	struct mm_job *j = arg;
+	int total = 0;
+	if (j->paired)
+		total = j->mm[0].w->rows;
+	else
+		for (int m = 0; m < j->n; m++)
+			total += j->mm[m].w->rows;
+	int lo, hi;
+	pool_split(total, i, n, SPLIT_ALIGN, &lo, &hi);
+	int base = 0;
+	for (int m = 0; m < j->n; m++) {
+		const struct mm *p = &j->mm[m];
+		int r0 = lo - base, r1 = hi - base;
+		r0 = r0 < 0 ? 0 : r0;
+		r1 = r1 > p->w->rows ? p->w->rows : r1;
+		kern_matmul(j->f->k, p->y, p->ldy, p->w, r0, r1, j->x, j->ldx, j->T,
+			    j->f->gemm == FWD_GEMM_BLAS, j->xa);
+		if (!j->paired)
+			base += p->w->rows;
+	}
+	if (j->paired && hi > lo)
+		for (int t = 0; t < j->T; t++)
+			j->f->k->silu_mul(j->mm[0].y + (size_t)t * j->mm[0].ldy + lo,
+					  j->mm[1].y + (size_t)t * j->mm[1].ldy + lo, hi - lo);
+}
+
+/* With act8, quantizes the job's inputs once (for its integer matrices)
+ * before the rows are split. */
+static void quantize_inputs(struct mm_job *j)
+{
+	struct forward *f = j->f;
+	int any = 0;
+	for (int m = 0; m < j->n; m++)
+		any |= wmat_is_int(j->mm[m].w);
+	j->xa = NULL;
+	if (!f->act8 || !any)
+		return;
+	for (int t = 0; t < j->T; t++)
+		q8a_quantize(j->x + (size_t)t * j->ldx, j->mm[0].w->cols, &f->xa[t]);
+	j->xa = f->xa;
+}
+
+static void run_mm(struct mm_job *j)
+{
+	struct forward *f = j->f;
+	quantize_inputs(j);
+	int blas = f->gemm == FWD_GEMM_BLAS_THREADS && j->T >= 2;
+	for (int m = 0; m < j->n; m++)
+		blas = blas && j->mm[m].w->type == WT_F32;
+	if (!blas) {
+		pool_run(f->pool, mm_part, j);
+		return;
+	}
+	/* OpenBLAS owns this phase: one call per product on its threads. */
+	for (int m = 0; m < j->n; m++)
+		kern_matmul(f->k, j->mm[m].y, j->mm[m].ldy, j->mm[m].w, 0,
+			    j->mm[m].w->rows, j->x, j->ldx, j->T, 1, NULL);
+	if (j->paired)
+		for (int t = 0; t < j->T; t++)
+			f->k->silu_mul(j->mm[0].y + (size_t)t * j->mm[0].ldy,
+				       j->mm[1].y + (size_t)t * j->mm[1].ldy,
+				       j->mm[0].w->rows);
+}
+
+/* Attention of T queries (positions p0 .. p0 + T - 1) over the cache of
+ * one layer, split by (token, head). */
+struct att_job {
+	struct forward *f;
+	int layer, p0, T;
+};
+
+static void att_part(void *arg, int i, int n)
+{
+	struct att_job *j = arg;
+	struct forward *f = j->f;
+	const struct model_config *c = &f->m->cfg;
+	int hd = c->head_dim, Q = c->n_heads * hd, KV = c->n_kv_heads * hd;
+	int group = c->n_heads / c->n_kv_heads;
+	float scale = (float)pow(hd, -0.5);
+	const float *kc = f->kc + (size_t)j->layer * f->ctx * KV;
+	const float *vc = f->vc + (size_t)j->layer * f->ctx * KV;
+	float *sc = f->scores + (size_t)i * f->ctx;
+	int lo, hi;
+	pool_split(j->T * c->n_heads, i, n, 1, &lo, &hi);
+	for (int unit = lo; unit < hi; unit++) {
+		int t = unit / c->n_heads, h = unit % c->n_heads;
+		int pos = j->p0 + t, kvh = h / group;
+		const float *q = f->q + (size_t)t * Q + (size_t)h * hd;
+		for (int p = 0; p <= pos; p++)
+			sc[p] = f->k->dot(q, kc + (size_t)p * KV + (size_t)kvh * hd, hd) * scale;
+		f->k->softmax(sc, pos + 1);
+		if (f->attn_trace)
+			f->attn_trace(f->attn_arg, j->layer, pos, h, sc, pos + 1);
+		float *out = f->att + (size_t)t * Q + (size_t)h * hd;
+		memset(out, 0, sizeof(float) * hd);
+		for (int p = 0; p <= pos; p++)
+			f->k->axpy(out, sc[p], vc + (size_t)p * KV + (size_t)kvh * hd, hd);
+	}
+}
+
+static void add(float *y, const float *x, int n)
+{
+	for (int i = 0; i < n; i++)
+		y[i] += x[i];
+}
+
+static void trace(struct forward *f, int pos, int index, const float *h)
+{
+	if (f->trace)
+		f->trace(f->trace_arg, pos, index, h, f->m->cfg.hidden_size);
+}
+
+/* One chunk of T <= batch tokens at positions p0.. ; `last` says whether it
+ * ends the call (trace, logits). */
+static int chunk(struct forward *f, const int *ids, int T, int all, int last,
+		 forward_emit_fn *emit, void *arg, struct err *e)
+{
+	const struct model_config *c = &f->m->cfg;
+	const struct model_weights *w = &f->m->w;
+	const struct kernels *k = f->k;
+	int H = c->hidden_size, hd = c->head_dim, Q = c->n_heads * hd,
+	    KV = c->n_kv_heads * hd, FF = c->intermediate_size, V = c->vocab_size;
+	int p0 = f->n_past, half = hd / 2;
+	float eps = (float)c->rms_norm_eps;
+
+	for (int t = 0; t < T; t++)
+		kern_row(&w->embed, ids[t], f->x + (size_t)t * H);
+	if (last)
+		trace(f, p0 + T - 1, 0, f->x + (size_t)(T - 1) * H);
+
+	for (int l = 0; l < c->n_layers; l++) {
+		const struct layer_weights *L = &w->layers[l];
+		float *kc = f->kc + ((size_t)l * f->ctx + p0) * KV;
+		float *vc = f->vc + ((size_t)l * f->ctx + p0) * KV;
+		for (int t = 0; t < T; t++)
+			k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, L->attn_norm, H, eps);
+		struct mm_job qkv = { f, 3, { { &L->wq, f->q, Q }, { &L->wk, kc, KV },
+					      { &L->wv, vc, KV } }, f->xn, H, T, 0, NULL };
+		run_mm(&qkv);
+		for (int t = 0; t < T; t++) {
+			const float *cs = f->rcos + (size_t)(p0 + t) * half;
+			const float *sn = f->rsin + (size_t)(p0 + t) * half;
+			float *qt = f->q + (size_t)t * Q, *kt = kc + (size_t)t * KV;
+			add(qt, L->bq, Q);
+			add(kt, L->bk, KV);
+			add(vc + (size_t)t * KV, L->bv, KV);
+			k->rope(qt, c->n_heads, hd, cs, sn);
+			k->rope(kt, c->n_kv_heads, hd, cs, sn);
+		}
+		struct att_job aj = { f, l, p0, T };
+		pool_run(f->pool, att_part, &aj);
+		struct mm_job o = { f, 1, { { &L->wo, f->tmp, H } }, f->att, Q, T, 0, NULL };
+		run_mm(&o);
+		add(f->x, f->tmp, T * H);
+
+		for (int t = 0; t < T; t++)
+			k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, L->mlp_norm, H, eps);
+		struct mm_job gu = { f, 2, { { &L->gate, f->g, FF }, { &L->up, f->u, FF } },
+				     f->xn, H, T, 1, NULL };
+		run_mm(&gu);
+		struct mm_job down = { f, 1, { { &L->down, f->tmp, H } }, f->g, FF, T, 0, NULL };
+		run_mm(&down);
+		add(f->x, f->tmp, T * H);
+		if (last)
+			trace(f, p0 + T - 1, l + 1, f->x + (size_t)(T - 1) * H);
+	}
+	f->n_past += T;
+	f->positions += T;
+	if (!last && !all)
+		return 0;
+
+	/* Final norm and LM head for the positions that need logits. */
+	int first = all ? 0 : T - 1, nh = T - first;
+	for (int t = first; t < T; t++)
+		k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, w->final_norm, H, eps);
+	if (last)
+		trace(f, p0 + T - 1, c->n_layers + 1, f->xn + (size_t)(T - 1) * H);
+	struct mm_job head = { f, 1, { { &w->lm_head, f->logits, V } },
+			       f->xn + (size_t)first * H, H, nh, 0, NULL };
+	run_mm(&head);
+	f->head_rows += nh;
+	for (int t = 0; t < nh; t++)
+		if (emit(arg, p0 + first + t, f->logits + (size_t)t * V, e) != 0)
+			return -1;
+	return 0;
+}
+
+int forward_eval(struct forward *f, const int *ids, int n, int all,
+		 forward_emit_fn *emit, void *arg, struct err *e)
+{
+	int V = f->m->cfg.vocab_size;
+	for (int i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= V)
+			return err_set(e, "id %d is outside the vocabulary (0..%d)", ids[i],
+				       V - 1);
+	if (n > f->ctx - f->n_past)
+		return err_set(e, "context full: %d positions cached, %d more do not fit "
+			       "in %d", f->n_past, n, f->ctx);
+	for (int done = 0; done < n; done += f->batch) {
+		int T = n - done < f->batch ? n - done : f->batch;
+		if (chunk(f, ids + done, T, all, done + T == n, emit, arg, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void forward_reset(struct forward *f)
+{
+	f->n_past = 0;
+}
+
+/* The RoPE table as transformers computes it, in float32:
+ * inv_freq[i] = 1 / theta^(2i / d), angle = pos * inv_freq[i]. */
+static void rope_table(struct forward *f)
+{
+	const struct model_config *c = &f->m->cfg;
+	int half = c->head_dim / 2;
+	for (int i = 0; i < half; i++) {
+		float inv = 1.0f / powf((float)c->rope_theta,
+					(float)(2 * i) / (float)c->head_dim);
+		for (int p = 0; p < f->ctx; p++) {
+			float a = (float)p * inv;
+			f->rcos[(size_t)p * half + i] = cosf(a);
+			f->rsin[(size_t)p * half + i] = sinf(a);
+		}
+	}
+}
+
+static void *alloc_n(struct forward *f, size_t n, size_t size)
+{
+	f->state_bytes += n * size;
+	return calloc(n, size);
+}
+
+static float *alloc(struct forward *f, size_t n)
+{
+	return alloc_n(f, n, sizeof(float));
+}
+
+int forward_has_int_weights(const struct model *m)
+{
+	int any = wmat_is_int(&m->w.lm_head);
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		const struct layer_weights *L = &m->w.layers[l];
+		const struct wmat *ws[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate,
+					    &L->up, &L->down };
+		for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+			any |= wmat_is_int(ws[i]);
+	}
+	return any;
+}
+
+/* act8: the quantized inputs of one product, batch rows of the widest. */
+static int alloc_act8(struct forward *f, size_t widest)
+{
+	size_t P = (size_t)q8a_padded((int)widest), B = (size_t)f->batch;
+	f->xa = alloc_n(f, B, sizeof *f->xa);
+	f->xa_q = alloc_n(f, B * P, 1);
+	f->xa_s = alloc(f, B * P / Q8A_BLOCK);
+	if (!f->xa || !f->xa_q || !f->xa_s)
+		return -1;
+	for (size_t t = 0; t < B; t++)
+		f->xa[t] = (struct q8act){ .q = f->xa_q + t * P,
+					   .scales = f->xa_s + t * P / Q8A_BLOCK };
+	return 0;
+}
+
+int forward_init(struct forward *f, const struct model *m,
+		 const struct forward_opts *o, struct err *e)
+{
+	memset(f, 0, sizeof *f);
+	const struct model_config *c = &m->cfg;
+	f->m = m;
+	f->k = kernels_for(o->level);
+	f->threads = o->threads > 0 ? o->threads : cpu_cores();
+	f->batch = o->batch > 0 ? o->batch : FORWARD_BATCH_DEFAULT;
+	f->gemm = o->gemm;
+	f->act8 = o->act8;
+	if (f->act8 && !forward_has_int_weights(m))
+		return err_set(e, "int8 activations need int8 or int4 weights; the model "
+			       "has none");
+	f->ctx = o->ctx > 0 ? o->ctx : c->max_positions < FORWARD_CTX_DEFAULT
+						? c->max_positions : FORWARD_CTX_DEFAULT;
+	if (f->ctx > c->max_positions)
+		return err_set(e, "context of %d positions exceeds the model's %d "
+			       "(max_position_embeddings)", f->ctx, c->max_positions);
+	size_t B = (size_t)f->batch, H = (size_t)c->hidden_size,
+	       Q = (size_t)c->n_heads * c->head_dim,
+	       KV = (size_t)c->n_kv_heads * c->head_dim, FF = (size_t)c->intermediate_size,
+	       V = (size_t)c->vocab_size, C = (size_t)f->ctx, L = (size_t)c->n_layers;
+	f->x = alloc(f, B * H);
+	f->xn = alloc(f, B * H);
+	f->tmp = alloc(f, B * H);
+	f->q = alloc(f, B * Q);
+	f->att = alloc(f, B * Q);
+	f->g = alloc(f, B * FF);
+	f->u = alloc(f, B * FF);
+	f->logits = alloc(f, B * V);
+	f->scores = alloc(f, (size_t)f->threads * C);
+	f->kc = alloc(f, L * C * KV);
+	f->vc = alloc(f, L * C * KV);
+	f->rcos = alloc(f, C * (size_t)(c->head_dim / 2));
+	f->rsin = alloc(f, C * (size_t)(c->head_dim / 2));
+	size_t widest = H > Q ? H : Q;
+	widest = FF > widest ? FF : widest;
+	if (!f->x || !f->xn || !f->tmp || !f->q || !f->att || !f->g || !f->u ||
+	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin ||
+	    (f->act8 && alloc_act8(f, widest) < 0)) {
+		forward_free(f);
+		return err_set(e, "out of memory for the run state (%zu bytes)",
+			       f->state_bytes);
+	}
+	rope_table(f);
+	openblas_set_num_threads(f->gemm == FWD_GEMM_BLAS_THREADS ? f->threads : 1);
+	f->pool = pool_create(f->threads, e);
+	if (!f->pool) {
+		forward_free(f);
+		return -1;
+	}
+	return 0;
+}
+
+void forward_free(struct forward *f)
+{
+	pool_destroy(f->pool);
+	void *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
+			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xa_q, f->xa_s };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		free(bufs[i]);
+	memset(f, 0, sizeof *f);
+}

@@ -1,0 +1,406 @@
+/* model: see model.h. */
+#include "model/model.h"
+#include "core/bf16.h"
+#include "format/manifest.h"
+#include "format/qfile.h"
+#include "kernels/quant.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define COPY_ALIGN 64
+
+/* The three paths of a model: dir/config.json etc., or those beside a
+ * .safetensors file. */
+struct paths {
+	char st[4096], cfg[4096], gen[4096];
+};
+
+static int join(char *out, size_t cap, const char *dir, const char *file)
+{
+	size_t n = strlen(dir), k = strlen(file);
+	if (n + 1 + k + 1 > cap)
+		return -1;
+	memcpy(out, dir, n);
+	out[n] = '/';
+	memcpy(out + n + 1, file, k + 1);
+	return 0;
+}
+
+static int resolve(struct paths *p, const char *path, struct err *e)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return err_set(e, "%s: %s", path, strerror(errno));
+	char dir[4096];
+	size_t len = strlen(path);
+	if (len >= sizeof dir)
+		return err_set(e, "%s: path too long", path);
+	memcpy(dir, path, len + 1);
+	int rc = 0;
+	if (S_ISDIR(sb.st_mode)) {
+		rc = join(p->st, sizeof p->st, dir, "model.safetensors");
+	} else {
+		memcpy(p->st, path, len + 1);
+		char *slash = strrchr(dir, '/');
+		if (!slash)
+			strcpy(dir, ".");
+		else
+			slash[slash == dir] = 0;  /* "/m.safetensors" -> "/" */
+	}
+	if (rc < 0 || join(p->cfg, sizeof p->cfg, dir, "config.json") < 0 ||
+	    join(p->gen, sizeof p->gen, dir, "generation_config.json") < 0)
+		return err_set(e, "%s: path too long", path);
+	return 0;
+}
+
+static void shape_str(char *buf, size_t cap, const struct mtensor *t)
+{
+	size_t n = 0;
+	n += (size_t)snprintf(buf + n, cap - n, "[");
+	for (int i = 0; i < t->ndim && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "",
+				      (long long)t->shape[i]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "]");
+}
+
+/* The file against the manifest its config implies: the first difference
+ * is the error. */
+static int check_manifest(const struct model *m, const char *name, struct err *e)
+{
+	struct manifest want, have;
+	struct mdiff *d = NULL;
+	int nd = 0, rc = -1;
+	manifest_init(&want);
+	manifest_init(&have);
+	if (manifest_build(&want, &m->cfg, e) < 0 ||
+	    manifest_from_st(&have, &m->st, e) < 0 ||
+	    manifest_diff(&want, &have, &d, &nd, e) < 0)
+		goto out;
+	if (nd > 0) {
+		char s1[128], s2[128];
+		switch (d[0].kind) {
+		case MDIFF_MISSING:
+			err_set(e, "%s: tensor '%s': missing (%d difference%s from "
+				"config.json)", name, d[0].want->name, nd, nd > 1 ? "s" : "");
+			break;
+		case MDIFF_UNEXPECTED:
+			err_set(e, "%s: tensor '%s': unexpected (%d difference%s from "
+				"config.json)", name, d[0].have->name, nd, nd > 1 ? "s" : "");
+			break;
+		case MDIFF_SHAPE:
+			shape_str(s1, sizeof s1, d[0].have);
+			shape_str(s2, sizeof s2, d[0].want);
+			err_set(e, "%s: tensor '%s': shape %s, config.json implies %s",
+				name, d[0].have->name, s1, s2);
+			break;
+		}
+		goto out;
+	}
+	rc = 0;
+out:
+	free(d);
+	manifest_free(&want);
+	manifest_free(&have);
+	return rc;
+}
+
+static int dtype_ok(const struct st_tensor *t, const char *name, struct err *e)
+{
+	if (t->dtype != ST_BF16 && t->dtype != ST_F32)
+		return err_set(e, "%s: tensor '%s': dtype %s is not supported (BF16 or "
+			       "F32)", name, t->name, st_dtype_name(t->dtype));
+	return 0;
+}
+
+static int aligned(const struct st_file *f)
+{
+	for (int i = 0; i < f->ntensors; i++)
+		if ((uintptr_t)f->tensors[i].data % st_dtype_size(f->tensors[i].dtype))
+			return 0;
+	return 1;
+}
+
+/* The file `name` (size bytes) read into fresh anonymous memory at offset
+ * pad, which the caller picks so that the data it cares about lands 64-byte
+ * aligned. read(), not a copy from the mapping: one fault per 4 KiB page of
+ * the mapping costs seconds. No MADV_HUGEPAGE: with the kernels'
+ * prefetch (prefetch.h) huge pages changed decode by under 1% here (bench,
+ * the synthetic model, 2 threads), while opening took up to 3 s instead of
+ * 0.2 to 0.8 s whenever the kernel had to compact memory for them. */
+static unsigned char *anon_read(struct model *m, const char *name, size_t size,
+				size_t pad, struct err *e)
+{
+	size_t bytes = pad + size;
+	unsigned char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		err_set(e, "%s: cannot allocate %zu bytes for the weights: %s",
+			name, bytes, strerror(errno));
+		return NULL;
+	}
+	m->copy = p;
+	m->copy_size = bytes;
+	m->copied = 1;
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err_set(e, "%s: %s", name, strerror(errno));
+		return NULL;
+	}
+	for (size_t done = 0; done < size;) {
+		size_t want = size - done < (1u << 30) ? size - done : (1u << 30);
+		ssize_t got = read(fd, p + pad + done, want);
+		if (got <= 0) {
+			int saved = errno;
+			close(fd);
+			err_set(e, "%s: %s", name, got < 0 ? strerror(saved)
+							   : "file shrank while reading");
+			return NULL;
+		}
+		done += (size_t)got;
+	}
+	close(fd);
+	return p + pad;
+}
+
+/* Moves the validated file into anonymous memory, the data section 64-byte
+ * aligned, and validates the copy (its views replace the mapping's). */
+static int copy_file(struct model *m, const char *name, struct err *e)
+{
+	size_t pad = (COPY_ALIGN - m->st.data_offset % COPY_ALIGN) % COPY_ALIGN;
+	size_t size = m->st.map.size;
+	unsigned char *p = anon_read(m, name, size, pad, e);
+	if (!p)
+		return -1;
+	st_close(&m->st);
+	return st_parse(&m->st, p, size, name, e);
+}
+
+/* The same for a container (already 64-byte aligned inside). */
+static int copy_container(struct model *m, const char *name, struct err *e)
+{
+	size_t size = m->qf->size;
+	unsigned char *p = anon_read(m, name, size, 0, e);
+	if (!p)
+		return -1;
+	qfile_close(m->qf);
+	return qfile_parse(m->qf, p, size, name, e);
+}
+
+/* Views and widened copies. */
+struct filler {
+	struct model *m;
+	const char *name;
+	float *vec;    /* next free float in m->vecs */
+	float *wide;   /* next free float in m->wide, or NULL */
+	struct err *e;
+};
+
+/* A tensor of either kind of file. */
+struct tview {
+	enum wtype type;
+	int ndim;
+	int64_t shape[2];
+	uint64_t nelem;
+	const void *data;
+	const float *scales;  /* WT_Q8, WT_Q4 */
+};
+
+static int get(struct filler *f, const char *fmt, int layer, struct tview *v)
+{
+	char name[256];
+	snprintf(name, sizeof name, fmt, layer);
+	/* The manifest check guarantees presence and shape. */
+	if (f->m->qf) {
+		const struct qtensor *t = qfile_find(f->m->qf, name);
+		*v = (struct tview){ t->type, t->ndim, { t->shape[0], t->shape[1] },
+				     (uint64_t)t->shape[0] * (t->ndim == 2 ? (uint64_t)t->shape[1] : 1),
+				     t->data, t->scales };
+		return 0;
+	}
+	const struct st_tensor *t = st_find(&f->m->st, name);
+	if (dtype_ok(t, f->name, f->e) < 0)
+		return -1;
+	*v = (struct tview){ t->dtype == ST_BF16 ? WT_BF16 : WT_F32, t->ndim,
+			     { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 }, t->nelem,
+			     t->data, NULL };
+	return 0;
+}
+
+static int matrix(struct filler *f, struct wmat *w, const char *fmt, int layer)
+{
+	struct tview t;
+	if (get(f, fmt, layer, &t) < 0)
+		return -1;
+	*w = (struct wmat){
+		.type = t.type,
+		.rows = (int)t.shape[0],
+		.cols = (int)t.shape[1],
+		.data = t.data,
+		.scales = t.scales,
+		.group_size = t.type == WT_Q4 ? f->m->qf->group_size : 0,
+	};
+	size_t n = (size_t)w->rows * w->cols;
+	if (f->wide) {  /* only for safetensors (f32 or bf16) */
+		if (w->type == WT_BF16) {
+			const uint16_t *s = t.data;
+			for (size_t i = 0; i < n; i++)
+				f->wide[i] = bf16_to_f32(s[i]);
+		} else {
+			memcpy(f->wide, t.data, n * sizeof(float));
+		}
+		w->type = WT_F32;
+		w->data = f->wide;
+		f->wide += n;
+	}
+	f->m->weight_bytes += wmat_bytes(w);
+	return 0;
+}
+
+static int vector(struct filler *f, const float **out, const char *fmt, int layer)
+{
+	struct tview t;
+	if (get(f, fmt, layer, &t) < 0)
+		return -1;
+	for (uint64_t i = 0; i < t.nelem; i++)
+		f->vec[i] = t.type == WT_BF16 ? bf16_to_f32(((const uint16_t *)t.data)[i])
+					      : ((const float *)t.data)[i];
+	*out = f->vec;
+	f->vec += t.nelem;
+	return 0;
+}
+
+static int fill(struct model *m, const char *name, int f32, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	size_t nvec = 0, nmat = 0;
+	int nt = m->qf ? m->qf->ntensors : m->st.ntensors;
+	for (int i = 0; i < nt; i++) {
+		int ndim = m->qf ? m->qf->t[i].ndim : m->st.tensors[i].ndim;
+		const int64_t *shape = m->qf ? m->qf->t[i].shape : m->st.tensors[i].shape;
+		if (ndim == 1)
+			nvec += (size_t)shape[0];
+		else
+			nmat += (size_t)shape[0] * (size_t)shape[1];
+	}
+	m->vecs = malloc(sizeof(float) * nvec);
+	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
+	if (f32) {
+		m->wide_bytes = sizeof(float) * nmat;
+		m->wide = malloc(m->wide_bytes);
+	}
+	if (!m->vecs || !m->w.layers || (f32 && !m->wide))
+		return err_set(e, "%s: out of memory", name);
+	struct filler f = { m, name, m->vecs, m->wide, e };
+	if (matrix(&f, &m->w.embed, "model.embed_tokens.weight", 0) < 0)
+		return -1;
+	for (int l = 0; l < c->n_layers; l++) {
+		struct layer_weights *L = &m->w.layers[l];
+		if (vector(&f, &L->attn_norm, "model.layers.%d.input_layernorm.weight", l) < 0 ||
+		    matrix(&f, &L->wq, "model.layers.%d.self_attn.q_proj.weight", l) < 0 ||
+		    vector(&f, &L->bq, "model.layers.%d.self_attn.q_proj.bias", l) < 0 ||
+		    matrix(&f, &L->wk, "model.layers.%d.self_attn.k_proj.weight", l) < 0 ||
+		    vector(&f, &L->bk, "model.layers.%d.self_attn.k_proj.bias", l) < 0 ||
+		    matrix(&f, &L->wv, "model.layers.%d.self_attn.v_proj.weight", l) < 0 ||
+		    vector(&f, &L->bv, "model.layers.%d.self_attn.v_proj.bias", l) < 0 ||
+		    matrix(&f, &L->wo, "model.layers.%d.self_attn.o_proj.weight", l) < 0 ||
+		    vector(&f, &L->mlp_norm, "model.layers.%d.post_attention_layernorm.weight", l) < 0 ||
+		    matrix(&f, &L->gate, "model.layers.%d.mlp.gate_proj.weight", l) < 0 ||
+		    matrix(&f, &L->up, "model.layers.%d.mlp.up_proj.weight", l) < 0 ||
+		    matrix(&f, &L->down, "model.layers.%d.mlp.down_proj.weight", l) < 0)
+			return -1;
+	}
+	if (vector(&f, &m->w.final_norm, "model.norm.weight", 0) < 0)
+		return -1;
+	if (c->tie_embeddings)
+		m->w.lm_head = m->w.embed;
+	else if (matrix(&f, &m->w.lm_head, "lm_head.weight", 0) < 0)
+		return -1;
+	return 0;
+}
+
+/* The generation defaults' EOS ids must be tokens of the model. */
+static int check_eos(const struct model *m, const char *name, struct err *e)
+{
+	for (int i = 0; i < m->gen.n_eos; i++)
+		if (m->gen.eos_ids[i] >= m->cfg.vocab_size)
+			return err_set(e, "%s: eos_token_id %d is outside the vocabulary "
+				       "(%d)", name, m->gen.eos_ids[i], m->cfg.vocab_size);
+	return 0;
+}
+
+/* A quantized container (lib/format/qfile.h): validated whole by qfile_open,
+ * config and generation defaults embedded. */
+static int load_container(struct model *m, const char *path, const struct model_opts *o,
+			  struct err *e)
+{
+	if (o->f32)
+		return err_set(e, "%s: a quantized container cannot be widened to "
+			       "float32 (--f32 needs a safetensors model)", path);
+	m->qf = malloc(sizeof *m->qf);
+	if (!m->qf)
+		return err_set(e, "%s: out of memory", path);
+	if (qfile_open(m->qf, path, e) < 0) {
+		free(m->qf);
+		m->qf = NULL;
+		return -1;
+	}
+	m->cfg = m->qf->cfg;
+	m->gen = m->qf->gen;
+	if (check_eos(m, path, e) < 0 || (!o->mmap && copy_container(m, path, e) < 0) ||
+	    fill(m, path, 0, e) < 0) {
+		model_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+int model_load(struct model *m, const char *path, const struct model_opts *o,
+	       struct err *e)
+{
+	memset(m, 0, sizeof *m);
+	if (qfile_sniff(path))
+		return load_container(m, path, o, e);
+	struct paths p;
+	/* the weights file first: given something that is not a model, say
+	 * so, rather than that no config.json is beside it */
+	if (resolve(&p, path, e) < 0 || st_open(&m->st, p.st, e) < 0)
+		return -1;
+	if (config_load(&m->cfg, p.cfg, e) < 0) {
+		model_free(m);
+		return -1;
+	}
+	gen_config_default(&m->gen, &m->cfg);
+	if ((access(p.gen, F_OK) == 0 && gen_config_load(&m->gen, p.gen, e) < 0) ||
+	    check_eos(m, p.gen, e) < 0 || check_manifest(m, p.st, e) < 0 ||
+	    ((!(o->mmap || o->f32) || !aligned(&m->st)) && copy_file(m, p.st, e) < 0) ||
+	    fill(m, p.st, o->f32, e) < 0) {
+		model_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+void model_free(struct model *m)
+{
+	st_close(&m->st);
+	if (m->qf) {
+		qfile_close(m->qf);
+		free(m->qf);
+	}
+	free(m->quant);
+	if (m->copy)
+		munmap(m->copy, m->copy_size);
+	free(m->vecs);
+	free(m->wide);
+	free(m->w.layers);
+	memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,95 @@
+/* model: a Qwen2 model loaded for the forward pass: its config, its
+ * generation defaults and a `struct model_weights` of matrix views.
+ *
+ * A model is a directory (config.json, model.safetensors, optionally
+ * generation_config.json), the path of a .safetensors file with
+ * config.json (and generation_config.json) beside it, or a quantized
+ * container (.q8, .q4; lib/format/qfile.h), which embeds its configs and whose
+ * matrices are WT_Q8 / WT_Q4 views (the embedding and the vectors as
+ * stored). The file is mapped,
+ * validated (lib/format/safetensors.h), and diffed against the manifest its config
+ * implies (lib/format/manifest.h): a missing, unexpected or wrong-shape tensor is
+ * an error naming it. Matrices must be BF16 or F32.
+ *
+ * Weights are views (`struct wmat`), bf16 read as bf16 by the kernels. Where
+ * they live:
+ *  - by default the file, once validated through the mapping, is read into
+ *    anonymous memory the model owns (the data section 64-byte aligned):
+ *    file-backed pages left untouched for a while are dropped by the kernel
+ *    on these VMs and come back from disk at the next token, anonymous ones
+ *    stay (README, `forward`, has the measurements);
+ *  - mmap: the views point into the read-only mapping itself (no copy, no
+ *    load time); a file whose tensors are not aligned to their element size
+ *    is copied anyway;
+ *  - f32: every matrix is widened once into float32 memory the model owns
+ *    (twice the bytes of bf16; the float32 baseline); the file itself is
+ *    then only read through the mapping.
+ * Norm weights and biases (vectors) are always widened into a small float
+ * array the model owns.
+ *
+ * struct model_weights is the contract with every loader: the container's
+ * loader fills the same struct with WT_Q8 / WT_Q4 views, model_quantize
+ * (lib/model/qmodel.h) replaces matrices of a loaded model with quantized ones,
+ * and lib/model/forward.h runs whatever it holds through kern_matmul(). mmap
+ * applies to containers too; f32 does not (refused).
+ */
+#ifndef MODEL_H
+#define MODEL_H
+
+#include <stddef.h>
+#include "format/config.h"
+#include "core/err.h"
+#include "format/qfile.h"
+#include "format/safetensors.h"
+#include "kernels/weights.h"
+
+struct layer_weights {
+	const float *attn_norm;    /* [hidden] input_layernorm */
+	struct wmat wq;            /* [n_heads * head_dim, hidden] */
+	struct wmat wk, wv;        /* [n_kv_heads * head_dim, hidden] */
+	const float *bq;           /* [n_heads * head_dim] */
+	const float *bk, *bv;      /* [n_kv_heads * head_dim] */
+	struct wmat wo;            /* [hidden, n_heads * head_dim], no bias */
+	const float *mlp_norm;     /* [hidden] post_attention_layernorm */
+	struct wmat gate, up;      /* [intermediate, hidden] */
+	struct wmat down;          /* [hidden, intermediate] */
+};
+
+struct model_weights {
+	struct wmat embed;              /* [vocab, hidden] */
+	struct layer_weights *layers;   /* n_layers */
+	const float *final_norm;        /* [hidden] */
+	struct wmat lm_head;            /* [vocab, hidden]; a copy of embed when tied */
+};
+
+struct model_opts {
+	int f32;   /* widen every matrix to float32 */
+	int mmap;  /* use the weights through the file mapping, no copy */
+};
+
+struct model {
+	struct model_config cfg;
+	struct gen_config gen;
+	struct model_weights w;
+	/* What the model owns; model_free releases it. */
+	struct st_file st;       /* the validated file (views into map or copy) */
+	struct qfile *qf;        /* or the validated container (lib/format/qfile.h) */
+	void *quant;             /* matrices quantized in memory (model_quantize) */
+	void *copy;              /* anonymous copy of the file, or NULL */
+	size_t copy_size;
+	float *vecs;             /* widened norms and biases */
+	float *wide;             /* widened matrices (f32), or NULL */
+	size_t wide_bytes;
+	size_t weight_bytes;     /* bytes of matrices the forward pass reads */
+	int copied;              /* the weights are in anonymous memory */
+};
+
+/* Loads the model at path (directory or .safetensors). Errors name the file
+ * and the tensor: "m/model.safetensors: tensor 'lm_head.weight': missing".
+ * On failure nothing is left to free. The caller frees with model_free. */
+int model_load(struct model *m, const char *path, const struct model_opts *o,
+	       struct err *e);
+
+void model_free(struct model *m);
+
+#endif

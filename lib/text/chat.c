@@ -1,0 +1,193 @@
+/* chat: see chat.h. */
+#include "text/chat.h"
+#include "core/jsonutil.h"
+#include "core/mapfile.h"
+
+#include <cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* FNV-1a 64 of the chat_template string of Qwen2.5's tokenizer_config.json
+ * (2,507 bytes; the Instruct models of every size share it). */
+#define QWEN25_TEMPLATE_FNV 0xc2b27ee60f1b8775ULL
+
+static const char DEFAULT_SYSTEM[] =
+	"You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+int chat_check(const char *config_path, struct err *e)
+{
+	struct mapfile m;
+	if (mapfile_open(&m, config_path, e) < 0)
+		return -1;
+	cJSON *j = cJSON_ParseWithLength((const char *)m.data, m.size);
+	mapfile_close(&m);
+	if (!j)
+		return err_set(e, "%s: not valid JSON", config_path);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+	int rc = 0;
+	if (!cJSON_IsString(t)) {
+		rc = err_set(e, "%s: no chat_template", config_path);
+	} else {
+		uint64_t h = 0xcbf29ce484222325ULL;
+		for (const unsigned char *p = (const unsigned char *)t->valuestring; *p; p++)
+			h = (h ^ *p) * 0x100000001b3ULL;
+		if (h != QWEN25_TEMPLATE_FNV)
+			rc = err_set(e, "%s: chat_template is not Qwen2.5's ChatML template, "
+				     "the only one implemented", config_path);
+	}
+	cJSON_Delete(j);
+	return rc;
+}
+
+void chat_free(struct chat_msg *msgs, size_t count)
+{
+	for (size_t i = 0; msgs && i < count; i++) {
+		free(msgs[i].role);
+		free(msgs[i].content);
+	}
+	free(msgs);
+}
+
+static int known_role(const char *r)
+{
+	return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant") ||
+	       !strcmp(r, "tool");
+}
+
+int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count,
+	       struct err *e)
+{
+	/* the whole text is one JSON value (nothing after it), NUL-terminated
+	 * as json_parse_text wants */
+	char *text = malloc(n + 1);
+	if (!text)
+		return err_set(e, "out of memory");
+	if (n)
+		memcpy(text, json, n);
+	text[n] = 0;
+	cJSON *j;
+	int bad = json_parse_text(&j, text, n, NULL, e);
+	free(text);
+	if (bad)
+		return -1;
+	int rc = -1;
+	size_t k = 0, cap = (size_t)cJSON_GetArraySize(j);
+	struct chat_msg *m = calloc(cap ? cap : 1, sizeof *m);
+	if (!cJSON_IsArray(j)) {
+		err_set(e, "expected a JSON array of messages");
+		goto out;
+	}
+	if (cap == 0) {
+		err_set(e, "no messages");
+		goto out;
+	}
+	if (!m) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	const cJSON *it;
+	cJSON_ArrayForEach(it, j) {
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+		if (!cJSON_IsObject(it)) {
+			err_set(e, "messages[%zu]: not an object", k);
+			goto out;
+		}
+		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(it, "tool_calls");
+		if (calls && !cJSON_IsNull(calls) && cJSON_GetArraySize(calls) != 0) {
+			err_set(e, "messages[%zu]: tool_calls are not supported", k);
+			goto out;
+		}
+		if (!cJSON_IsString(role) || !known_role(role->valuestring)) {
+			err_set(e, "messages[%zu]: role must be system, user, assistant or tool", k);
+			goto out;
+		}
+		if (!cJSON_IsString(content)) {
+			err_set(e, "messages[%zu]: content is not a string", k);
+			goto out;
+		}
+		m[k].role = strdup(role->valuestring);
+		m[k].content = strdup(content->valuestring);
+		k++;
+		if (!m[k - 1].role || !m[k - 1].content) {
+			err_set(e, "out of memory");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	cJSON_Delete(j);
+	if (rc < 0) {
+		chat_free(m, k);
+		return -1;
+	}
+	*msgs = m;
+	*count = k;
+	return 0;
+}
+
+/* A growing string. */
+struct sbuf {
+	char *p;
+	size_t n, cap;
+	int oom;
+};
+
+static void put(struct sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	if (b->oom)
+		return;
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->n + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, n + 1);
+	b->n += n;
+}
+
+int chat_render(const struct chat_msg *msgs, size_t count, int generation_prompt,
+		char **out, size_t *len, struct err *e)
+{
+	struct sbuf b = { 0 };
+	put(&b, "<|im_start|>system\n");
+	put(&b, !strcmp(msgs[0].role, "system") ? msgs[0].content : DEFAULT_SYSTEM);
+	put(&b, "<|im_end|>\n");
+	for (size_t i = 0; i < count; i++) {
+		const char *role = msgs[i].role;
+		if (!strcmp(role, "tool")) {
+			if (i == 0 || strcmp(msgs[i - 1].role, "tool"))
+				put(&b, "<|im_start|>user");
+			put(&b, "\n<tool_response>\n");
+			put(&b, msgs[i].content);
+			put(&b, "\n</tool_response>");
+			if (i + 1 == count || strcmp(msgs[i + 1].role, "tool"))
+				put(&b, "<|im_end|>\n");
+		} else if (strcmp(role, "system") || i > 0) {
+			put(&b, "<|im_start|>");
+			put(&b, role);
+			put(&b, "\n");
+			put(&b, msgs[i].content);
+			put(&b, "<|im_end|>\n");
+		}
+	}
+	if (generation_prompt)
+		put(&b, "<|im_start|>assistant\n");
+	if (b.oom) {
+		free(b.p);
+		return err_set(e, "out of memory");
+	}
+	*out = b.p;
+	*len = b.n;
+	return 0;
+}
