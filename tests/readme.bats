@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# Every ```sh block of README.md runs as shown, from the repository root,
+# with the bundled data. Blocks fenced as ```console or ```text (chat,
+# download, the full-size model) are not run.
+#
+# Each block runs under `bash -e -o pipefail` in a scratch directory whose
+# data/, tests/ and scripts/ are links to the repository's and whose bin/ is
+# $BIN (so `make check` runs the examples on the sanitizer build), with $BIN
+# first on PATH. The blocks run in order in that one directory, so a block
+# may use a file an earlier one wrote (tiny.q4); nothing lands in the
+# checkout, and there is no bench/ to append records to. A failing block is
+# reported by the README line its fence opens on.
+bats_require_minimum_version 1.5.0
+load test_helper
+
+README="$ROOT/README.md"
+
+# The sh blocks as "LINE<TAB>one command line" records, blocks separated by
+# a line holding only LINE: awk keeps the block's opening line number.
+sh_blocks() {
+	awk '
+		/^```sh[[:space:]]*$/ { inblock = 1; start = NR; next }
+		inblock && /^```/ { inblock = 0; print start; next }
+		inblock { print start "\t" $0 }
+	' "$README"
+}
+
+# Runs the block that opens on LINE in the scratch directory; output and
+# status as bats `run` leaves them.
+run_block() {
+	local line=$1 body
+	body=$(sh_blocks | awk -F '\t' -v l="$line" 'NF == 2 && $1 == l { print $2 }')
+	[ -n "$body" ] || { echo "README.md:$line: no sh block opens here" >&2; return 1; }
+	run bash -e -o pipefail -c "cd '$SCRATCH' && $body"
+}
+
+setup() {
+	private_tmpdir
+	SCRATCH="$BATS_TEST_TMPDIR/root"
+	mkdir -p "$SCRATCH"
+	for d in data tests scripts; do ln -s "$ROOT/$d" "$SCRATCH/$d"; done
+	ln -s "$BIN" "$SCRATCH/bin"
+	export BIN
+}
+
+@test "README.md: every sh block runs as shown" {
+	local lines failed=0 n=0
+	lines=$(sh_blocks | awk -F '\t' 'NF == 1')
+	# The README has examples; an extraction that finds none is a bug here.
+	[ -n "$lines" ]
+	for line in $lines; do
+		n=$((n + 1))
+		run_block "$line"
+		if [ "$status" -ne 0 ]; then
+			echo "README.md:$line: sh block failed with status $status:"
+			printf '%s\n' "$output" | tail -n 5 | sed 's/^/  /'
+			failed=$((failed + 1))
+		fi
+	done
+	echo "# $n sh blocks, $failed failed"
+	[ "$failed" -eq 0 ]
+}
+
+@test "readme.bats: a block that fails is reported by its line" {
+	# The harness itself must be able to fail: a copy of the README with one
+	# example broken (a flag no tool has) fails on that block's line only.
+	README="$BATS_TEST_TMPDIR/README.md"
+	awk '/^```sh/ && !done { print; print "bin/tok encode --no-such-flag < /dev/null"; done = 1; next } { print }' \
+		"$ROOT/README.md" > "$README"
+	first=$(sh_blocks | awk -F '\t' 'NF == 1' | head -n 1)
+	run_block "$first"
+	[ "$status" -eq 2 ]
+}
