@@ -1,0 +1,203 @@
+/* gguf_quant: ggml's block formats dequantized to float32, exactly.
+ *
+ * "Exactly" means bit for bit what ggml's reference dequantize_row_* and
+ * llama.cpp's gguf-py (numpy) compute: the same float32 operations in the
+ * same order, one rounding each. The block scales are IEEE halves
+ * (widened exactly); each value is then scale * q, or scale * q + min
+ * (Q4_1, Q5_1), or (d * sc) * q - (dmin * m) (Q4_K, Q5_K), or (d * sc) * q
+ * (Q6_K), with every product and sum rounded to float32 on its own. This
+ * file is compiled for baseline x86-64, which has no FMA, so the compiler
+ * cannot fuse a product and a sum (the Makefile gives -mfma only to the
+ * *_avx2.c, *_avx512.c and *_vnni.c files).
+ *
+ * Block layouts (QK = elements per block; all little-endian):
+ *   Q4_0  32  f16 d, u8 qs[16]: x[j] = lo(qs[j]) - 8, x[j+16] = hi(qs[j]) - 8
+ *   Q4_1  32  f16 d, f16 m, u8 qs[16]: as Q4_0 without the -8, plus m
+ *   Q5_0  32  f16 d, u32 qh, u8 qs[16]: as Q4_0 with bit j (j+16) of qh as
+ *             the fifth bit, minus 16
+ *   Q5_1  32  f16 d, f16 m, u32 qh, u8 qs[16]: as Q5_0 without the -16, plus m
+ *   Q8_0  32  f16 d, i8 qs[32]
+ *   Q4_K 256  f16 d, f16 dmin, u8 scales[12] (eight 6-bit scales and mins),
+ *             u8 qs[128]: sub-block 2g is the low nibbles of qs[32g..32g+32),
+ *             2g+1 the high ones
+ *   Q5_K 256  as Q4_K with u8 qh[32] before qs: bit i of qh[l] is the fifth
+ *             bit of element l of sub-block i
+ *   Q6_K 256  u8 ql[128], u8 qh[64], i8 scales[16], f16 d: 16 sub-blocks
+ *             of 16, values minus 32
+ */
+#include "format/gguf.h"
+#include "core/bf16.h"
+
+#include <string.h>
+
+static float half(const unsigned char *p)
+{
+	return f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+}
+
+static void q4_0(const unsigned char *b, float *y)
+{
+	float d = half(b);
+	for (int j = 0; j < 16; j++) {
+		y[j] = d * (float)((b[2 + j] & 15) - 8);
+		y[j + 16] = d * (float)((b[2 + j] >> 4) - 8);
+	}
+}
+
+static void q4_1(const unsigned char *b, float *y)
+{
+	float d = half(b), m = half(b + 2);
+	for (int j = 0; j < 16; j++) {
+		float p0 = d * (float)(b[4 + j] & 15), p1 = d * (float)(b[4 + j] >> 4);
+		y[j] = p0 + m;
+		y[j + 16] = p1 + m;
+	}
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void q5_0(const unsigned char *b, float *y)
+{
+	float d = half(b);
+	uint32_t qh = le32(b + 2);
+	const unsigned char *qs = b + 6;
+	for (int j = 0; j < 16; j++) {
+		int x0 = (qs[j] & 15) | (int)((qh >> j) & 1) << 4;
+		int x1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+		y[j] = d * (float)(x0 - 16);
+		y[j + 16] = d * (float)(x1 - 16);
+	}
+}
+
+static void q5_1(const unsigned char *b, float *y)
+{
+	float d = half(b), m = half(b + 2);
+	uint32_t qh = le32(b + 4);
+	const unsigned char *qs = b + 8;
+	for (int j = 0; j < 16; j++) {
+		int x0 = (qs[j] & 15) | (int)((qh >> j) & 1) << 4;
+		int x1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+		float p0 = d * (float)x0, p1 = d * (float)x1;
+		y[j] = p0 + m;
+		y[j + 16] = p1 + m;
+	}
+}
+
+static void q8_0(const unsigned char *b, float *y)
+{
+	float d = half(b);
+	for (int j = 0; j < 32; j++)
+		y[j] = d * (float)(int8_t)b[2 + j];
+}
+
+/* Scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K and
+ * Q5_K: j < 4 in the low 6 bits of q[j] and q[j+4]; j >= 4 split between
+ * q[j+4]'s nibbles and the top 2 bits of q[j-4] and q[j]. */
+static void scale_min(int j, const unsigned char *q, int *sc, int *m)
+{
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4;
+		*m = (q[j + 4] >> 4) | (q[j] >> 6) << 4;
+	}
+}
+
+static void q4_k(const unsigned char *b, float *y)
+{
+	float d = half(b), dmin = half(b + 2);
+	const unsigned char *sc = b + 4, *qs = b + 16;
+	for (int i = 0; i < 8; i++) {
+		int s, m;
+		scale_min(i, sc, &s, &m);
+		float ds = d * (float)s, dm = dmin * (float)m;
+		const unsigned char *q = qs + 32 * (i / 2);
+		int shift = 4 * (i % 2);
+		for (int l = 0; l < 32; l++) {
+			float p = ds * (float)((q[l] >> shift) & 15);
+			y[32 * i + l] = p - dm;
+		}
+	}
+}
+
+static void q5_k(const unsigned char *b, float *y)
+{
+	float d = half(b), dmin = half(b + 2);
+	const unsigned char *sc = b + 4, *qh = b + 16, *qs = b + 48;
+	for (int i = 0; i < 8; i++) {
+		int s, m;
+		scale_min(i, sc, &s, &m);
+		float ds = d * (float)s, dm = dmin * (float)m;
+		const unsigned char *q = qs + 32 * (i / 2);
+		int shift = 4 * (i % 2);
+		for (int l = 0; l < 32; l++) {
+			int x = ((q[l] >> shift) & 15) | ((qh[l] >> i) & 1) << 4;
+			float p = ds * (float)x;
+			y[32 * i + l] = p - dm;
+		}
+	}
+}
+
+static void q6_k(const unsigned char *b, float *y)
+{
+	const unsigned char *ql = b, *qh = b + 128;
+	const int8_t *sc = (const int8_t *)(b + 192);
+	float d = half(b + 208);
+	for (int e = 0; e < 256; e++) {
+		int h = e / 128, w = e % 128;
+		int lo = (ql[64 * h + w % 64] >> (4 * (w / 64))) & 15;
+		int hi = (qh[32 * h + w % 32] >> (2 * (w / 32))) & 3;
+		float ds = d * (float)sc[e / 16];
+		y[e] = ds * (float)((lo | hi << 4) - 32);
+	}
+}
+
+bool gguf_can_dequant(enum gguf_ttype t)
+{
+	switch (t) {
+	case GGML_F32: case GGML_F16: case GGML_BF16: case GGML_Q4_0: case GGML_Q4_1:
+	case GGML_Q5_0: case GGML_Q5_1: case GGML_Q8_0: case GGML_Q4_K: case GGML_Q5_K:
+	case GGML_Q6_K:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst)
+{
+	const unsigned char *s = src;
+	void (*block)(const unsigned char *, float *) = NULL;
+	switch (t) {
+	case GGML_F32:
+		memcpy(dst, s, n * 4);
+		return 0;
+	case GGML_F16:
+		for (uint64_t i = 0; i < n; i++)
+			dst[i] = half(s + 2 * i);
+		return 0;
+	case GGML_BF16:
+		for (uint64_t i = 0; i < n; i++)
+			dst[i] = bf16_to_f32((uint16_t)(s[2 * i] | s[2 * i + 1] << 8));
+		return 0;
+	case GGML_Q4_0: block = q4_0; break;
+	case GGML_Q4_1: block = q4_1; break;
+	case GGML_Q5_0: block = q5_0; break;
+	case GGML_Q5_1: block = q5_1; break;
+	case GGML_Q8_0: block = q8_0; break;
+	case GGML_Q4_K: block = q4_k; break;
+	case GGML_Q5_K: block = q5_k; break;
+	case GGML_Q6_K: block = q6_k; break;
+	default:
+		return -1;
+	}
+	uint64_t qk = gguf_ttype_block(t), bs = gguf_ttype_size(t);
+	for (uint64_t i = 0; i < n / qk; i++)
+		block(s + i * bs, dst + i * qk);
+	return 0;
+}

@@ -1,0 +1,313 @@
+/* The GGUF reader and the dequantizers against what llama.cpp's own reader
+ * (gguf-py, an independent implementation) read in llama.cpp's files:
+ * tests/golden/gguf/ (the .json files) give per file the version, alignment, data
+ * offset and metadata, and per tensor its type, ne, offset, bytes and the
+ * SHA-256 of its values dequantized to float32 little-endian. Matching the
+ * digest of every tensor means our dequantization is bit for bit theirs.
+ * Small in-memory images check the refusals one at a time. */
+#include "check.h"
+#include "sha256.h"
+#include "format/gguf.h"
+
+#include <cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GG "tests/golden/gguf/"
+
+static cJSON *load_json(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof buf - 1, fp);
+	fclose(fp);
+	buf[n] = 0;
+	return cJSON_Parse(buf);
+}
+
+static void test_sha256(void)
+{
+	struct sha256 s;
+	char hex[65];
+	sha256_init(&s);
+	sha256_update(&s, "abc", 3);
+	sha256_hex(&s, hex);
+	CHECK(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
+	      "sha256(abc) is FIPS 180-4's vector, got %s", hex);
+}
+
+/* One llama.cpp file against its .json: header, metadata scalars, every
+ * tensor's place and values. */
+static void test_file(const char *gguf, const char *json)
+{
+	cJSON *j = load_json(json);
+	CHECK(j != NULL, "%s parses", json);
+	if (!j)
+		return;
+	struct gguf_file f;
+	struct err e;
+	int rc = gguf_open(&f, gguf, &e);
+	CHECK(rc == 0, "open %s: %s", gguf, rc ? e.msg : "");
+	if (rc) {
+		cJSON_Delete(j);
+		return;
+	}
+	CHECK(f.version == (uint32_t)cJSON_GetObjectItem(j, "version")->valuedouble, "version");
+	CHECK(f.alignment == (uint64_t)cJSON_GetObjectItem(j, "alignment")->valuedouble,
+	      "alignment");
+	CHECK(f.data_offset == (uint64_t)cJSON_GetObjectItem(j, "data_offset")->valuedouble,
+	      "%s: data offset %llu", gguf, (unsigned long long)f.data_offset);
+	CHECK(f.size == (size_t)cJSON_GetObjectItem(j, "bytes")->valuedouble, "size");
+
+	/* metadata: every key (but gguf-py's GGUF.* pseudo-keys) is there, with
+	 * the same value where the .json gives it in full */
+	const cJSON *meta = cJSON_GetObjectItem(j, "metadata");
+	int nkeys = 0;
+	for (const cJSON *m = meta->child; m; m = m->next) {
+		if (strncmp(m->string, "GGUF.", 5) == 0)
+			continue;
+		nkeys++;
+		const struct gguf_kv *kv = gguf_find_kv(&f, m->string);
+		CHECK(kv != NULL, "%s: key %s", gguf, m->string);
+		if (!kv)
+			continue;
+		if (cJSON_IsNumber(m) && kv->type != GGUF_ARRAY)
+			CHECK(kv->type == GGUF_F32 || kv->type == GGUF_F64 ?
+			      kv->f == m->valuedouble : (double)kv->i == m->valuedouble,
+			      "%s: %s = %.17g", gguf, m->string, m->valuedouble);
+		else if (cJSON_IsBool(m))
+			CHECK(kv->type == GGUF_BOOL && kv->u == (uint64_t)cJSON_IsTrue(m),
+			      "%s: %s", gguf, m->string);
+		else if (cJSON_IsString(m) && strncmp(m->valuestring, "array of ", 9) == 0)
+			CHECK(kv->type == GGUF_ARRAY &&
+			      kv->n == strtoull(m->valuestring + 9, NULL, 10), "%s: %s: %s",
+			      gguf, m->string, m->valuestring);
+		else if (cJSON_IsString(m) && strncmp(m->valuestring, "string of ", 10) == 0)
+			CHECK(kv->type == GGUF_STRING &&
+			      kv->slen == strtoull(m->valuestring + 10, NULL, 10), "%s: %s",
+			      gguf, m->string);
+		else if (cJSON_IsString(m))
+			CHECK(kv->type == GGUF_STRING && kv->slen == strlen(m->valuestring) &&
+			      memcmp(kv->s, m->valuestring, kv->slen) == 0, "%s: %s", gguf,
+			      m->string);
+	}
+	CHECK(nkeys == f.nkv, "%s: %d keys, the .json has %d", gguf, f.nkv, nkeys);
+
+	const cJSON *ts = cJSON_GetObjectItem(j, "tensors");
+	CHECK(cJSON_GetArraySize(ts) == f.ntensors, "%s: tensor count", gguf);
+	int exact = 0, n = 0;
+	for (const cJSON *t = ts->child; t; t = t->next, n++) {
+		const char *name = cJSON_GetObjectItem(t, "name")->valuestring;
+		const struct gguf_tensor *g = gguf_find_tensor(&f, name);
+		CHECK(g != NULL, "%s: tensor %s", gguf, name);
+		if (!g)
+			continue;
+		const cJSON *ne = cJSON_GetObjectItem(t, "ne");
+		int ok = g->ndim == cJSON_GetArraySize(ne);
+		for (int d = 0; ok && d < g->ndim; d++)
+			ok = g->ne[d] == (int64_t)cJSON_GetArrayItem(ne, d)->valuedouble;
+		CHECK(ok, "%s: %s: ne", gguf, name);
+		CHECK(strcmp(gguf_ttype_name(g->type),
+			     cJSON_GetObjectItem(t, "type")->valuestring) == 0,
+		      "%s: %s: type %s", gguf, name, gguf_ttype_name(g->type));
+		CHECK(f.data_offset + g->offset ==
+		      (uint64_t)cJSON_GetObjectItem(t, "offset")->valuedouble &&
+		      g->bytes == (uint64_t)cJSON_GetObjectItem(t, "n_bytes")->valuedouble,
+		      "%s: %s: offset and bytes", gguf, name);
+		float *v = malloc(sizeof(float) * g->nelem);
+		if (!v || gguf_dequant(g->type, g->data, g->nelem, v) < 0) {
+			CHECK(0, "%s: %s: dequantize", gguf, name);
+			free(v);
+			continue;
+		}
+		struct sha256 s;
+		char hex[65];
+		sha256_init(&s);
+		sha256_update(&s, v, sizeof(float) * g->nelem);
+		sha256_hex(&s, hex);
+		const char *want = cJSON_GetObjectItem(t, "sha256_f32")->valuestring;
+		CHECK(strcmp(hex, want) == 0, "%s: %s (%s): values' SHA-256 %s, llama.cpp's %s",
+		      gguf, name, gguf_ttype_name(g->type), hex, want);
+		exact += strcmp(hex, want) == 0;
+		free(v);
+	}
+	printf("%s: %d of %d tensors dequantized bit for bit\n", gguf, exact, n);
+	gguf_close(&f);
+	cJSON_Delete(j);
+}
+
+/* ---- closed forms for the types llama.cpp's files here do not use ---- */
+
+static uint16_t f16_of(float x)  /* exact for the small dyadic values used */
+{
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	if (x == 0)
+		return 0;
+	int ex = (int)((u >> 23) & 255) - 127 + 15;
+	return (uint16_t)((u >> 16 & 0x8000) | (uint32_t)ex << 10 | (u >> 13 & 0x3ff));
+}
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+/* Q4_1 and Q5_1 blocks from chosen quants: x = d * q + m with d, m powers
+ * of two and small q, so every value is exact and the order of operations
+ * cannot matter. */
+static void test_q4_1_q5_1(void)
+{
+	unsigned char b4[20] = { 0 }, b5[24] = { 0 };
+	float want4[32], want5[32], got[32];
+	float d = 0.125f, m = -1.0f;
+	put16(b4, f16_of(d));
+	put16(b4 + 2, f16_of(m));
+	put16(b5, f16_of(d));
+	put16(b5 + 2, f16_of(m));
+	uint32_t qh = 0;
+	for (int i = 0; i < 32; i++) {
+		int q4 = (i * 7) % 16, q5 = (i * 11) % 32;
+		int j = i % 16;
+		b4[4 + j] |= (unsigned char)(i < 16 ? q4 : q4 << 4);
+		b5[8 + j] |= (unsigned char)(i < 16 ? (q5 & 15) : (q5 & 15) << 4);
+		qh |= (uint32_t)(q5 >> 4) << i;  /* element i's fifth bit is bit i */
+		want4[i] = d * (float)q4 + m;
+		want5[i] = d * (float)q5 + m;
+	}
+	for (int k = 0; k < 4; k++)
+		b5[4 + k] = (unsigned char)(qh >> (8 * k));
+	CHECK(gguf_dequant(GGML_Q4_1, b4, 32, got) == 0 && memcmp(got, want4, sizeof got) == 0,
+	      "Q4_1: d * q + m");
+	CHECK(gguf_dequant(GGML_Q5_1, b5, 32, got) == 0 && memcmp(got, want5, sizeof got) == 0,
+	      "Q5_1: d * q + m, the fifth bit from qh");
+}
+
+/* A Q5_K block: eight sub-blocks of 32 with 6-bit scales and mins packed as
+ * ggml documents (sub-blocks 0-3 in the low 6 bits of bytes 0-3 and 4-7;
+ * 4-7 in the nibbles of bytes 8-11 and the top 2 bits of 0-3 and 4-7). */
+static void test_q5_k(void)
+{
+	unsigned char b[176] = { 0 };
+	float want[256], got[256];
+	float d = 0.0625f, dmin = 0.03125f;
+	put16(b, f16_of(d));
+	put16(b + 2, f16_of(dmin));
+	int sc[8] = { 1, 63, 17, 40, 5, 62, 33, 48 }, mn[8] = { 0, 9, 63, 20, 61, 3, 44, 16 };
+	unsigned char *s = b + 4, *qh = b + 16, *qs = b + 48;
+	for (int j = 0; j < 8; j++) {
+		if (j < 4) {
+			s[j] |= (unsigned char)sc[j];
+			s[j + 4] |= (unsigned char)mn[j];
+		} else {
+			s[j + 4] = (unsigned char)((sc[j] & 15) | (mn[j] & 15) << 4);
+			s[j - 4] |= (unsigned char)((sc[j] >> 4) << 6);
+			s[j] |= (unsigned char)((mn[j] >> 4) << 6);
+		}
+		for (int l = 0; l < 32; l++) {
+			int q = (j * 13 + l * 5) % 32;
+			qs[32 * (j / 2) + l] |= (unsigned char)((q & 15) << (4 * (j % 2)));
+			qh[l] |= (unsigned char)((q >> 4) << j);
+			want[32 * j + l] = d * (float)sc[j] * (float)q - dmin * (float)mn[j];
+		}
+	}
+	CHECK(gguf_dequant(GGML_Q5_K, b, 256, got) == 0 && memcmp(got, want, sizeof got) == 0,
+	      "Q5_K: (d * sc) * q - dmin * m per sub-block");
+}
+
+/* ---- refusals: a deterministic mutation fuzzer over a small image ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A valid image: a STRING key, an array of strings, an INT32 array, a
+ * FLOAT32, a BOOL, and two tensors (F32 [8], Q8_0 [32]), data at 32-byte
+ * alignment. */
+static size_t seed_image(unsigned char *buf)
+{
+	size_t n = 0;
+#define PUT(v, k) do { uint64_t x_ = (v); for (int i_ = 0; i_ < (k); i_++) buf[n++] = (unsigned char)(x_ >> (8 * i_)); } while (0)
+#define STR(s) do { PUT(strlen(s), 8); memcpy(buf + n, s, strlen(s)); n += strlen(s); } while (0)
+	memcpy(buf, "GGUF", 4);
+	n = 4;
+	PUT(3, 4); PUT(2, 8); PUT(5, 8);
+	STR("general.architecture"); PUT(GGUF_STRING, 4); STR("qwen2");
+	STR("tokenizer.ggml.tokens"); PUT(GGUF_ARRAY, 4); PUT(GGUF_STRING, 4); PUT(2, 8);
+	STR("a"); STR("bc");
+	STR("tokenizer.ggml.token_type"); PUT(GGUF_ARRAY, 4); PUT(GGUF_I32, 4); PUT(2, 8);
+	PUT(1, 4); PUT(3, 4);
+	STR("qwen2.rope.freq_base"); PUT(GGUF_F32, 4); PUT(0x49742400, 4);
+	STR("tokenizer.ggml.add_bos_token"); PUT(GGUF_BOOL, 4); PUT(0, 1);
+	STR("a"); PUT(1, 4); PUT(8, 8); PUT(GGML_F32, 4); PUT(0, 8);
+	STR("b"); PUT(1, 4); PUT(32, 8); PUT(GGML_Q8_0, 4); PUT(32, 8);
+	while (n % 32)
+		buf[n++] = 0;
+	memset(buf + n, 0, 32 + 34);
+	n += 32 + 34;
+#undef PUT
+#undef STR
+	return n;
+}
+
+static void test_mutations(void)
+{
+	unsigned char seed[1024], buf[1024];
+	size_t n0 = seed_image(seed);
+	struct gguf_file f;
+	struct err e;
+	CHECK(gguf_parse(&f, seed, n0, "seed.gguf", &e) == 0 && f.ntensors == 2 && f.nkv == 5,
+	      "the seed image parses: %s", e.msg);
+	gguf_close(&f);
+	int accepted = 0, refused = 0, bad = 0;
+	for (int round = 0; round < 100000; round++) {
+		size_t n = n0;
+		memcpy(buf, seed, n);
+		for (int k = 1 + (int)(rnd() % 3); k > 0 && n > 0; k--) {
+			size_t at = rnd() % n;
+			switch (rnd() % 4) {
+			case 0: buf[at] ^= (unsigned char)(1u << (rnd() % 8)); break;
+			case 1: buf[at] = (unsigned char)"\0\1\x20\x7f\x80\xff"[rnd() % 6]; break;
+			case 2: n = at; break;  /* cut */
+			default: buf[at] = (unsigned char)rnd(); break;
+			}
+		}
+		unsigned char *copy = malloc(n ? n : 1);  /* exact size: ASan sees overreads */
+		memcpy(copy, buf, n);
+		if (gguf_parse(&f, copy, n, "m.gguf", &e) < 0) {
+			refused++;
+			bad += strncmp(e.msg, "m.gguf: ", 8) != 0 || strchr(e.msg, '\n') != NULL;
+		} else {
+			accepted++;
+			for (int i = 0; i < f.ntensors; i++)
+				bad += (const unsigned char *)f.t[i].data + f.t[i].bytes > copy + n;
+			gguf_close(&f);
+		}
+		free(copy);
+	}
+	CHECK(bad == 0, "mutations: %d refusals without the file's name or with a newline, "
+	      "or views outside the buffer", bad);
+	printf("mutations: %d accepted, %d refused\n", accepted, refused);
+}
+
+int main(void)
+{
+	test_q4_1_q5_1();
+	test_q5_k();
+	test_mutations();
+	test_sha256();
+	test_file(GG "shakespeare-tiny.bf16.gguf", GG "shakespeare-tiny.bf16.json");
+	test_file(GG "shakespeare-tiny.q4_0.gguf", GG "shakespeare-tiny.q4_0.json");
+	test_file(GG "shakespeare-tiny.q4_k_m.gguf", GG "shakespeare-tiny.q4_k_m.json");
+	return check_done("test_gguf");
+}
