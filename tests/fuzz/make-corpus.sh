@@ -86,6 +86,14 @@ block=$(printf '\\x80\\x3f\\x00\\xbf\\x80\\x3e\\xc0\\xbe\\x40\\x3f\\x80\\xbf\\x0
 } >"$model/model.safetensors"
 cp "$model/model.safetensors" "$corpus/safetensors/tiny-model.safetensors"
 
+# ---- gguf: a valid file, other architectures and near misses ----
+mkdir -p "$corpus/gguf"
+tests/fixtures/make-gguf.sh "$tmp/gguf"
+for f in ok llama qwen2-no-blocks overlap hole string-array-cut nested-array \
+	duplicate-key trailing; do
+	cp "$tmp/gguf/$f.gguf" "$corpus/gguf/"
+done
+
 # ---- qfile: that model quantized both ways ----
 mkdir -p "$corpus/qfile"
 bin/quantize "$model" -o "$corpus/qfile/tiny.q8" --level int8 2>/dev/null

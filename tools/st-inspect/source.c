@@ -6,6 +6,7 @@
 /* The kinds st-inspect reads, tried in order. */
 static int (*const openers[])(struct source *, const char *, struct err *) = {
 	source_open_qf,
+	source_open_gguf,
 	source_open_st,
 };
 
@@ -31,6 +32,9 @@ int source_find(const struct source *s, const char *name)
 {
 	for (int i = 0; i < s->n; i++)
 		if (strcmp(s->t[i].name, name) == 0)
+			return i;
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->tensors.t[i].name, name) == 0)
 			return i;
 	return -1;
 }

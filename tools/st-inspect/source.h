@@ -23,7 +23,7 @@ struct src_tensor {
 
 struct source {
 	const char *path;
-	const char *format;        /* "safetensors", ... */
+	const char *format;        /* "safetensors", "GGUF v3", ... */
 	uint64_t file_size;
 	uint64_t header_size;      /* bytes of header before the data */
 	uint64_t data_offset;      /* where the tensor data starts */
@@ -45,12 +45,14 @@ int source_open(struct source *s, const char *path, struct err *e);
 
 void source_close(struct source *s);
 
-/* The index of the tensor named name, or -1. */
+/* The index of the tensor named name in the file, or else in the manifest
+ * (a GGUF tensor by its Hugging Face name), or -1. */
 int source_find(const struct source *s, const char *name);
 
 /* Each kind's opener: 1 when path is not of this kind (nothing done), 0
  * when it opened it, -1 with e filled when it is of this kind but bad. */
 int source_open_st(struct source *s, const char *path, struct err *e);
 int source_open_qf(struct source *s, const char *path, struct err *e);
+int source_open_gguf(struct source *s, const char *path, struct err *e);
 
 #endif

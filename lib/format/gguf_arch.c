@@ -1,0 +1,249 @@
+/* gguf_arch: see gguf_arch.h. */
+#include "format/gguf_arch.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A required or optional integer key into an int. */
+static int get_i(const struct gguf_file *f, const char *key, bool required, int lo,
+		 int hi, int *out, const char *name, struct err *e)
+{
+	int64_t v;
+	int rc = gguf_get_int(f, key, lo, hi, &v, name, e);
+	if (rc < 0)
+		return -1;
+	if (rc == 1)
+		return required ? err_set(e, "%s: key '%s': missing", name, key) : 0;
+	*out = (int)v;
+	return 0;
+}
+
+/* A float key in (lo, hi] (lo itself allowed when closed_lo). */
+static int get_f(const struct gguf_file *f, const char *key, double lo, bool closed_lo,
+		 double hi, double *out, const char *name, struct err *e)
+{
+	double v;
+	int rc = gguf_get_float(f, key, &v, name, e);
+	if (rc < 0)
+		return -1;
+	if (rc == 1)
+		return 0;
+	if (!(closed_lo ? v >= lo : v > lo) || !(v <= hi))
+		return err_set(e, "%s: key '%s': %g is out of range %s%g, %g]", name, key, v,
+			       closed_lo ? "[" : "(", lo, hi);
+	*out = v;
+	return 0;
+}
+
+static int sampling(const struct gguf_file *f, struct gen_config *g, const char *name,
+		    struct err *e)
+{
+	return get_f(f, "general.sampling.temp", 0, true, INFINITY, &g->temperature, name, e) < 0 ||
+	       get_i(f, "general.sampling.top_k", false, 0, INT_MAX, &g->top_k, name, e) < 0 ||
+	       get_f(f, "general.sampling.top_p", 0, false, 1, &g->top_p, name, e) < 0 ||
+	       get_f(f, "general.sampling.min_p", 0, true, 1, &g->min_p, name, e) < 0 ||
+	       get_f(f, "general.sampling.penalty_repeat", 0, false, INFINITY,
+		     &g->repetition_penalty, name, e) < 0 ? -1 : 0;
+}
+
+static int vocab_size(const struct gguf_file *f, int *v, const char *name, struct err *e)
+{
+	*v = 0;
+	if (get_i(f, "qwen2.vocab_size", false, 1, INT_MAX, v, name, e) < 0)
+		return -1;
+	const struct gguf_kv *tok = gguf_find_kv(f, "tokenizer.ggml.tokens");
+	if (!*v && tok && tok->type == GGUF_ARRAY && tok->n <= INT_MAX)
+		*v = (int)tok->n;
+	const struct gguf_tensor *emb = gguf_find_tensor(f, "token_embd.weight");
+	if (!*v && emb && emb->ndim == 2 && emb->ne[1] <= INT_MAX)
+		*v = (int)emb->ne[1];
+	if (!*v)
+		return err_set(e, "%s: no vocabulary size (no qwen2.vocab_size, "
+			       "tokenizer.ggml.tokens or token_embd.weight)", name);
+	return 0;
+}
+
+int gguf_qwen2_config(const struct gguf_file *f, const char *name,
+		      struct model_config *c, struct gen_config *g, struct err *e)
+{
+	const char *arch;
+	uint64_t alen;
+	int rc = gguf_get_str(f, "general.architecture", &arch, &alen, name, e);
+	if (rc < 0)
+		return -1;
+	if (rc == 1)
+		return err_set(e, "%s: key 'general.architecture': missing", name);
+	if (alen != 5 || memcmp(arch, "qwen2", 5) != 0) {
+		char a[40];
+		snprintf(a, sizeof a, "%.*s", alen > 32 ? 32 : (int)alen, arch);
+		for (char *p = a; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		return err_set(e, "%s: architecture '%s' is not supported (qwen2)", name, a);
+	}
+	memset(c, 0, sizeof *c);
+	c->bos_id = -1;
+	c->rope_theta = 10000.0;
+	if (get_i(f, "qwen2.embedding_length", true, 1, INT_MAX, &c->hidden_size, name, e) < 0 ||
+	    get_i(f, "qwen2.feed_forward_length", true, 1, INT_MAX, &c->intermediate_size,
+		  name, e) < 0 ||
+	    get_i(f, "qwen2.block_count", true, 1, CFG_MAX_LAYERS, &c->n_layers, name, e) < 0 ||
+	    get_i(f, "qwen2.attention.head_count", true, 1, INT_MAX, &c->n_heads, name, e) < 0 ||
+	    get_i(f, "qwen2.context_length", true, 1, INT_MAX, &c->max_positions, name, e) < 0)
+		return -1;
+	c->n_kv_heads = c->n_heads;
+	if (get_i(f, "qwen2.attention.head_count_kv", false, 1, INT_MAX, &c->n_kv_heads,
+		  name, e) < 0 ||
+	    get_f(f, "qwen2.rope.freq_base", 0, false, INFINITY, &c->rope_theta, name, e) < 0)
+		return -1;
+	c->rms_norm_eps = -1;
+	if (get_f(f, "qwen2.attention.layer_norm_rms_epsilon", 0, false, 1, &c->rms_norm_eps,
+		  name, e) < 0)
+		return -1;
+	if (c->rms_norm_eps < 0)
+		return err_set(e, "%s: key 'qwen2.attention.layer_norm_rms_epsilon': missing",
+			       name);
+	if (c->hidden_size % c->n_heads)
+		return err_set(e, "%s: key 'qwen2.embedding_length': %d is not divisible by "
+			       "qwen2.attention.head_count (%d)", name, c->hidden_size, c->n_heads);
+	if (c->n_heads % c->n_kv_heads)
+		return err_set(e, "%s: key 'qwen2.attention.head_count': %d is not divisible "
+			       "by qwen2.attention.head_count_kv (%d)", name, c->n_heads,
+			       c->n_kv_heads);
+	c->head_dim = c->hidden_size / c->n_heads;
+	if (c->head_dim % 2)
+		return err_set(e, "%s: head dimension %d is odd (RoPE rotates pairs)", name,
+			       c->head_dim);
+	static const char *const lens[2] = { "qwen2.attention.key_length",
+					     "qwen2.attention.value_length" };
+	for (int i = 0; i < 2; i++) {
+		int v = c->head_dim;
+		if (get_i(f, lens[i], false, 1, INT_MAX, &v, name, e) < 0)
+			return -1;
+		if (v != c->head_dim)
+			return err_set(e, "%s: key '%s': %d is not embedding_length / head_count "
+				       "(%d)", name, lens[i], v, c->head_dim);
+	}
+	if (vocab_size(f, &c->vocab_size, name, e) < 0)
+		return -1;
+	c->tie_embeddings = gguf_find_tensor(f, "output.weight") == NULL;
+	int bos = -1, eos = -1, eot = -1;
+	if (get_i(f, "tokenizer.ggml.bos_token_id", false, 0, c->vocab_size - 1, &bos, name,
+		  e) < 0 ||
+	    get_i(f, "tokenizer.ggml.eos_token_id", false, 0, c->vocab_size - 1, &eos, name,
+		  e) < 0 ||
+	    get_i(f, "tokenizer.ggml.eot_token_id", false, 0, c->vocab_size - 1, &eot, name,
+		  e) < 0)
+		return -1;
+	c->bos_id = bos;
+	if (eos >= 0)
+		c->eos_ids[c->n_eos++] = eos;
+	if (eot >= 0 && eot != eos)
+		c->eos_ids[c->n_eos++] = eot;
+	gen_config_default(g, c);
+	return sampling(f, g, name, e);
+}
+
+/* ---- names ---- */
+
+static const struct {
+	const char *gguf, *hf;
+} global_names[] = {
+	{ "token_embd.weight", "model.embed_tokens.weight" },
+	{ "output_norm.weight", "model.norm.weight" },
+	{ "output.weight", "lm_head.weight" },
+};
+
+static const struct {
+	const char *gguf, *hf;
+} layer_names[] = {
+	{ "attn_norm.weight", "input_layernorm.weight" },
+	{ "attn_q.weight", "self_attn.q_proj.weight" },
+	{ "attn_q.bias", "self_attn.q_proj.bias" },
+	{ "attn_k.weight", "self_attn.k_proj.weight" },
+	{ "attn_k.bias", "self_attn.k_proj.bias" },
+	{ "attn_v.weight", "self_attn.v_proj.weight" },
+	{ "attn_v.bias", "self_attn.v_proj.bias" },
+	{ "attn_output.weight", "self_attn.o_proj.weight" },
+	{ "ffn_norm.weight", "post_attention_layernorm.weight" },
+	{ "ffn_gate.weight", "mlp.gate_proj.weight" },
+	{ "ffn_up.weight", "mlp.up_proj.weight" },
+	{ "ffn_down.weight", "mlp.down_proj.weight" },
+};
+
+#define NGLOBAL (sizeof global_names / sizeof global_names[0])
+#define NLAYER (sizeof layer_names / sizeof layer_names[0])
+
+/* The layer number after prefix in s ("blk.12.rest" -> 12, *rest = "rest"),
+ * or -1: decimal, no sign, no leading zero, under CFG_MAX_LAYERS. */
+static int layer_of(const char *s, const char *prefix, const char **rest)
+{
+	size_t k = strlen(prefix);
+	if (strncmp(s, prefix, k) != 0)
+		return -1;
+	s += k;
+	if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] != '.'))
+		return -1;
+	long n = 0;
+	while (*s >= '0' && *s <= '9' && n < CFG_MAX_LAYERS)
+		n = n * 10 + (*s++ - '0');
+	if (*s != '.' || n >= CFG_MAX_LAYERS)
+		return -1;
+	*rest = s + 1;
+	return (int)n;
+}
+
+/* One direction of the mapping: from's names to to's. */
+static const char *map_name(const char *name, bool to_hf, char *buf, size_t cap)
+{
+	for (size_t i = 0; i < NGLOBAL; i++)
+		if (strcmp(name, to_hf ? global_names[i].gguf : global_names[i].hf) == 0) {
+			snprintf(buf, cap, "%s", to_hf ? global_names[i].hf : global_names[i].gguf);
+			return buf;
+		}
+	const char *rest;
+	int l = layer_of(name, to_hf ? "blk." : "model.layers.", &rest);
+	if (l < 0)
+		return NULL;
+	for (size_t i = 0; i < NLAYER; i++)
+		if (strcmp(rest, to_hf ? layer_names[i].gguf : layer_names[i].hf) == 0) {
+			snprintf(buf, cap, to_hf ? "model.layers.%d.%s" : "blk.%d.%s", l,
+				 to_hf ? layer_names[i].hf : layer_names[i].gguf);
+			return buf;
+		}
+	return NULL;
+}
+
+const char *gguf_to_hf(const char *gguf, char *buf, size_t cap)
+{
+	return map_name(gguf, true, buf, cap);
+}
+
+const char *gguf_from_hf(const char *hf, char *buf, size_t cap)
+{
+	return map_name(hf, false, buf, cap);
+}
+
+int gguf_torch_shape(const struct gguf_tensor *t, int64_t shape[GGUF_MAX_DIMS])
+{
+	for (int d = 0; d < t->ndim; d++)
+		shape[d] = t->ne[t->ndim - 1 - d];
+	return t->ndim;
+}
+
+int manifest_from_gguf(struct manifest *m, const struct gguf_file *f, struct err *e)
+{
+	for (int i = 0; i < f->ntensors; i++) {
+		char buf[128];
+		const char *hf = gguf_to_hf(f->t[i].name, buf, sizeof buf);
+		int64_t shape[GGUF_MAX_DIMS];
+		int nd = gguf_torch_shape(&f->t[i], shape);
+		if (manifest_add(m, hf ? hf : f->t[i].name, nd, shape, e) < 0)
+			return -1;
+	}
+	return 0;
+}

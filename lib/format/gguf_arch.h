@@ -1,0 +1,64 @@
+/* gguf_arch: a GGUF file of architecture qwen2 as the Qwen2 model the rest
+ * of the engine knows: the config from the qwen2.* keys, the generation
+ * defaults from general.sampling.*, and the tensor names and shapes of
+ * Hugging Face's files (lib/format/manifest.h).
+ *
+ * Keys read (as llama.cpp's converter writes them):
+ *   general.architecture                  "qwen2" (any other is refused by name)
+ *   qwen2.embedding_length                hidden_size
+ *   qwen2.feed_forward_length             intermediate_size
+ *   qwen2.block_count                     num_hidden_layers
+ *   qwen2.attention.head_count            num_attention_heads
+ *   qwen2.attention.head_count_kv         num_key_value_heads (default: heads)
+ *   qwen2.context_length                  max_position_embeddings
+ *   qwen2.rope.freq_base                  rope_theta (default 10000, llama.cpp's)
+ *   qwen2.attention.layer_norm_rms_epsilon  rms_norm_eps
+ *   qwen2.attention.key_length, value_length  must be hidden / heads if present
+ *   qwen2.vocab_size, else the length of tokenizer.ggml.tokens, else
+ *     token_embd.weight's ne[1]           vocab_size
+ *   tokenizer.ggml.bos_token_id, eos_token_id (and eot_token_id, also an
+ *     end of generation when it differs)
+ *   general.sampling.temp, top_k, top_p, min_p, penalty_repeat
+ * Embeddings are tied exactly when there is no output.weight.
+ *
+ * Tensor names: token_embd.weight = model.embed_tokens.weight,
+ * output_norm.weight = model.norm.weight, output.weight = lm_head.weight,
+ * and per layer blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output,
+ * ffn_norm, ffn_gate, ffn_up, ffn_down} = model.layers.N.{input_layernorm,
+ * self_attn.q_proj, .k_proj, .v_proj, .o_proj, post_attention_layernorm,
+ * mlp.gate_proj, .up_proj, .down_proj}, with .weight or .bias. Shapes are
+ * ne reversed (ne[0] is the row length, PyTorch's last dimension). For
+ * qwen2 llama.cpp's converter does not permute q and k (it does for llama),
+ * so the rows are Hugging Face's, in Hugging Face's order.
+ */
+#ifndef GGUF_ARCH_H
+#define GGUF_ARCH_H
+
+#include <stddef.h>
+#include "format/config.h"
+#include "format/gguf.h"
+#include "format/manifest.h"
+
+/* The config and generation defaults of f (name is used in messages):
+ * "m.gguf: architecture 'llama' is not supported (qwen2)",
+ * "m.gguf: key 'qwen2.block_count': missing". */
+int gguf_qwen2_config(const struct gguf_file *f, const char *name,
+		      struct model_config *c, struct gen_config *g, struct err *e);
+
+/* Hugging Face's name for a GGUF tensor name into buf[cap], or NULL when
+ * the name is not one of qwen2's. */
+const char *gguf_to_hf(const char *gguf, char *buf, size_t cap);
+
+/* GGUF's name for a Hugging Face tensor name, or NULL. */
+const char *gguf_from_hf(const char *hf, char *buf, size_t cap);
+
+/* The tensors of f under Hugging Face's names (names that map to none are
+ * kept as they are) with PyTorch-order shapes, in file order, into an
+ * empty m. */
+int manifest_from_gguf(struct manifest *m, const struct gguf_file *f, struct err *e);
+
+/* A tensor's shape in PyTorch's order (ne reversed) into shape[]; returns
+ * the number of dimensions. */
+int gguf_torch_shape(const struct gguf_tensor *t, int64_t shape[GGUF_MAX_DIMS]);
+
+#endif

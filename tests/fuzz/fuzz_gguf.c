@@ -1,0 +1,83 @@
+/* fuzz_gguf: gguf_parse (header, metadata of every type, tensor infos, the
+ * data section's layout), then what the model loader asks of an accepted
+ * file (the qwen2 config, every value as text, small tensors dequantized)
+ * on arbitrary bytes. An accepted file's views lie inside the input, its
+ * tensors tile the data section in offset order, and its names are
+ * unique. */
+#include "fuzz.h"
+#include "format/gguf.h"
+#include "format/gguf_arch.h"
+
+#include <stdint.h>
+
+static void check_kv(const struct gguf_kv *kv, const unsigned char *buf, size_t size)
+{
+	const unsigned char *end = buf + size;
+	char text[512];
+	gguf_kv_text(kv, text, sizeof text);
+	FUZZ_CHECK(strlen(text) < sizeof text);
+	if (kv->type == GGUF_STRING)
+		FUZZ_CHECK((const unsigned char *)kv->s >= buf &&
+			   kv->slen <= (uint64_t)(end - (const unsigned char *)kv->s));
+	if (kv->type != GGUF_ARRAY)
+		return;
+	const unsigned char *pos = kv->arr;
+	FUZZ_CHECK(pos >= buf && pos <= end);
+	if (kv->atype == GGUF_STRING) {
+		for (uint64_t i = 0; i < kv->n; i++) {
+			uint64_t len;
+			const char *s = gguf_arr_str(&pos, &len);
+			FUZZ_CHECK((const unsigned char *)s + len <= end);
+		}
+	} else if (kv->n) {
+		(void)gguf_arr_float(kv, kv->n - 1);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned char *buf = malloc(size ? size : 1);
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	struct gguf_file f;
+	struct err e;
+	if (gguf_parse(&f, buf, size, "fuzz.gguf", &e) < 0) {
+		fuzz_check_msg(&e, "fuzz.gguf");
+		free(buf);
+		return 0;
+	}
+	FUZZ_CHECK(f.version == 2 || f.version == 3);
+	FUZZ_CHECK(f.alignment && !(f.alignment & (f.alignment - 1)));
+	FUZZ_CHECK(f.data_offset <= size);
+	for (int i = 0; i < f.nkv; i++) {
+		check_kv(&f.kv[i], buf, size);
+		FUZZ_CHECK(gguf_find_kv(&f, f.kv[i].key) == &f.kv[i]);
+	}
+	for (int i = 0; i < f.ntensors; i++) {
+		const struct gguf_tensor *t = &f.t[i];
+		const unsigned char *d = t->data;
+		FUZZ_CHECK(d >= buf + f.data_offset && t->bytes <= size - (size_t)(d - buf));
+		FUZZ_CHECK(t->offset % f.alignment == 0);
+		FUZZ_CHECK(gguf_find_tensor(&f, t->name) == t);
+		for (int j = 0; j < f.ntensors; j++)
+			FUZZ_CHECK(j == i || f.t[j].offset + f.t[j].bytes <= t->offset ||
+				   t->offset + t->bytes <= f.t[j].offset);
+		if (gguf_can_dequant(t->type) && t->nelem <= 1 << 16) {
+			float *v = malloc(sizeof(float) * t->nelem);
+			if (v)
+				FUZZ_CHECK(gguf_dequant(t->type, t->data, t->nelem, v) == 0);
+			free(v);
+		}
+	}
+	struct model_config c;
+	struct gen_config g;
+	if (gguf_qwen2_config(&f, "fuzz.gguf", &c, &g, &e) < 0)
+		fuzz_check_msg(&e, "fuzz.gguf");
+	else
+		FUZZ_CHECK(c.head_dim * c.n_heads == c.hidden_size &&
+			   c.n_heads % c.n_kv_heads == 0 && c.vocab_size > 0);
+	gguf_close(&f);
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# GGUF files (llama.cpp's format): st-inspect on llama.cpp's own files of
+# the bundled model (tests/golden/gguf/, with what llama.cpp's reader read
+# in them beside each), and the malformed ones of
+# tests/fixtures/make-gguf.sh refused with one line each.
+bats_require_minimum_version 1.5.0
+load test_helper
+
+GG="$GOLDEN/gguf"
+
+setup_file() {
+	export G="$BATS_FILE_TMPDIR/gguf"
+	"$FIXTURES/make-gguf.sh" "$G"
+}
+
+setup() {
+	load_assert
+}
+
+# rejects NAME MESSAGE: st-inspect refuses $G/NAME.gguf with exit 1, one
+# line naming the file, and nothing on stdout.
+rejects() {
+	run --separate-stderr -1 st-inspect "$G/$1.gguf"
+	[ "$output" = "" ]
+	[ "$stderr" = "st-inspect: $G/$1.gguf: $2" ] ||
+		{ echo "got: $stderr" >&2; return 1; }
+}
+
+@test "st-inspect: llama.cpp's bf16 file matches the config of its own keys" {
+	run -0 st-inspect "$GG/shakespeare-tiny.bf16.gguf"
+	assert_line "format        GGUF v3"
+	assert_line "tensors       50"
+	assert_line "dtypes        BF16 (29 tensors), F32 (21 tensors)"
+	assert_line "config        embedded: matches"
+	assert_line "data offset   5,933,792"
+	assert_line --partial 'tokenizer.ggml.tokens = [151936 x STRING] "!", "\x22", "#", "$", ...'
+}
+
+@test "st-inspect --json: offsets, bytes, types and shapes are those llama.cpp's reader read" {
+	for q in bf16 q4_0 q4_k_m; do
+		run -0 st-inspect --json "$GG/shakespeare-tiny.$q.gguf"
+		mine=$(jq -c '[.tensors[] | [.name, .dtype, .offset, .bytes, (.shape | reverse)]] | sort' <<<"$output")
+		theirs=$(jq -c '[.tensors[] | [.name, .type, .offset, .n_bytes, .ne]] | sort' \
+			"$GG/shakespeare-tiny.$q.json")
+		[ "$mine" = "$theirs" ]
+		[ "$(jq .config.match <<<"$output")" = true ]
+		[ "$(jq -r '.metadata["general.architecture"]' <<<"$output")" = '"qwen2"' ]
+		[ "$(jq .data_offset <<<"$output")" = "$(jq .data_offset "$GG/shakespeare-tiny.$q.json")" ]
+	done
+}
+
+@test "st-inspect --list shows GGUF names and types; --tensor takes either name" {
+	run -0 st-inspect --list "$GG/shakespeare-tiny.q4_k_m.gguf"
+	assert_line --regexp '^blk\.0\.ffn_down\.weight +Q4_K +\[64, 256\] +16,274,944$'
+	assert_line --regexp '^token_embd\.weight +Q8_0 +\[151936, 64\] +5,934,080$'
+	run -0 st-inspect --json --tensor blk.3.ffn_down.weight "$GG/shakespeare-tiny.q4_k_m.gguf"
+	[ "$(jq -r .dtype <<<"$output")" = Q6_K ]
+	a=$output
+	run -0 st-inspect --json --tensor model.layers.3.mlp.down_proj.weight "$GG/shakespeare-tiny.q4_k_m.gguf"
+	[ "$output" = "$a" ]
+}
+
+@test "st-inspect --tensor: the mean of dequantized values is llama.cpp's sum / count" {
+	# the .json's sum is gguf-py's float64 sum of the dequantized values
+	for t in token_embd.weight blk.0.attn_q.weight blk.0.ffn_down.weight blk.3.ffn_down.weight; do
+		run -0 st-inspect --json --tensor "$t" "$GG/shakespeare-tiny.q4_k_m.gguf"
+		mean=$(jq .mean <<<"$output")
+		want=$(jq --arg t "$t" '.tensors[] | select(.name == $t) | .sum / (.ne | .[0] * (.[1] // 1))' \
+			"$GG/shakespeare-tiny.q4_k_m.json")
+		# float64 sums in two orders: equal to ~1e-12 relative
+		awk -v a="$mean" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-9 * (b < 0 ? -b : b) + 1e-15) }'
+	done
+}
+
+@test "st-inspect --check reads every tensor of every type" {
+	for q in bf16 q4_0 q4_k_m; do
+		run -0 st-inspect --check "$GG/shakespeare-tiny.$q.gguf"
+		assert_output "checked 50 tensors, 9,970,752 values: 0 NaN, 0 Inf"
+	done
+}
+
+@test "st-inspect: a GGUF of another architecture is shown without a config" {
+	run -0 st-inspect "$G/llama.gguf"
+	assert_line 'metadata      general.architecture = "llama"'
+	assert_line "config        none"
+}
+
+@test "malformed GGUF files are refused with one line naming the file and the key or tensor" {
+	rejects empty 'not a GGUF file (no "GGUF" magic)'
+	rejects bad-magic 'not a GGUF file (no "GGUF" magic)'
+	rejects version1 'GGUF version 1 is not supported (2 or 3)'
+	rejects version4 'GGUF version 4 is not supported (2 or 3)'
+	rejects big-endian 'GGUF version 50331648 is not supported (2 or 3; a big-endian file?)'
+	rejects cut-counts 'truncated (needs 8 bytes, 4 left)'
+	rejects kv-count-huge '1099511627776 key/value pairs cannot fit in 0 bytes'
+	rejects tensor-count-huge '1099511627776 tensors cannot fit in 0 bytes'
+	rejects key-cut 'key 0: truncated (needs 100 bytes, 7 left)'
+	rejects empty-key 'key 0: empty key'
+	rejects bad-utf8-key 'key 0: key is not valid UTF-8'
+	rejects unknown-value-type "key 'general.x': value type 13 is unknown"
+	rejects bool-2 "key 'general.x': bool is 2, not 0 or 1"
+	rejects nested-array "key 'general.x': arrays of arrays are not supported"
+	rejects array-huge "key 'general.x': array of 1152921504606846976 UINT32 is truncated (0 bytes left)"
+	rejects string-array-cut "key 'general.x': string 1 of 2 is truncated"
+	rejects duplicate-key "key 'general.x': given twice"
+	rejects alignment-48 "key 'general.alignment': 48 is not a power of two"
+	rejects alignment-u64 "key 'general.alignment': type UINT64, expected UINT32"
+	rejects name-64 "tensor 0: name '$(printf 'x%.0s' {1..64})' is 64 bytes (at most 63)"
+	rejects duplicate-tensor "tensor 'a': given twice"
+	rejects zero-dims "tensor 'a': 0 dimensions (1 to 4)"
+	rejects five-dims "tensor 'a': 5 dimensions (1 to 4)"
+	rejects zero-ne "tensor 'a': ne[1] is 0 (must be 1 to 2^63-1)"
+	rejects ne-overflow "tensor 'a': element count overflows 63 bits"
+	rejects unknown-type "tensor 'a': type 99 is unknown"
+	rejects iq-type "tensor 'a': type IQ2_XXS is not supported"
+	rejects q4_0-ne0-16 "tensor 'a': ne[0] = 16 is not a multiple of Q4_0's block of 32"
+	rejects offset-unaligned "tensor 'a': offset 4 is not a multiple of the alignment 32"
+	rejects overlap "tensor 'b': offset 32 overlaps tensor 'a' (which ends at 64)"
+	rejects hole "tensor 'b': offset 64 leaves a hole after 'a' (expected 32)"
+	rejects data-cut "tensor 'a': its 32 bytes at offset 0 run past the end of the data section (16 bytes)"
+	rejects trailing "64 bytes after the last tensor (the data section ends at 128)"
+	rejects no-data "truncated: the data section would start at 96, past the end (92 bytes)"
+	rejects qwen2-no-blocks "key 'qwen2.feed_forward_length': missing"
+}
+
+@test "llama.cpp's files cut anywhere in the header are refused, never read past" {
+	F=$BATS_TEST_TMPDIR/cut.gguf
+	for n in 3 4 8 23 24 100 5000 100000 1000000 5933791 5933800; do
+		head -c "$n" "$GG/shakespeare-tiny.q4_0.gguf" >"$F"
+		run --separate-stderr -1 st-inspect "$F"
+		[[ $stderr == "st-inspect: $F: "* ]]
+		[ "${#stderr_lines[@]}" -eq 1 ]
+	done
+}
