@@ -7,8 +7,12 @@
 #                   scripts/deps --browser and npm ci in tests/browser)
 #   make fuzz       the libFuzzer targets tests/fuzz/fuzz_*.c (clang; build/fuzz/),
 #                   run by scripts/fuzz
-#   make install    copy the tools to $(PREFIX)/bin (PREFIX=/usr/local), and the
-#                   bundled tokenizer to $(PREFIX)/share/qwenpipe (tok's default)
+#   make man        the man pages of the tools and scripts, from their --help
+#                   (help2man), into build/man/
+#   make install    the tools and the user's scripts (generate, chat, viz) to
+#                   $(PREFIX)/bin (PREFIX=/usr/local), their man pages to
+#                   $(PREFIX)/share/man/man1, the bundled tokenizer and tiny
+#                   model to $(PREFIX)/share/qwenpipe (the tools' defaults)
 #   make clean
 #
 # Sources are discovered, not listed: a new lib/LAYER/foo.c joins libcommon,
@@ -24,6 +28,8 @@ PREFIX  ?= /usr/local
 OPT     ?= -O2 -g
 BUILD   ?= build
 BIN     ?= bin
+
+VERSION := $(shell cat VERSION)
 
 CFLAGS  += $(OPT) -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
            -Ilib -Ibench -I/usr/include/cjson -MMD -MP -pthread
@@ -44,7 +50,7 @@ FUZZERS   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test ctest bats browser check fuzz fuzzers bench install clean
+.PHONY: all test ctest bats browser check fuzz fuzzers bench man install clean
 .SECONDARY:
 
 all: $(TOOL_BINS)
@@ -55,6 +61,11 @@ all: $(TOOL_BINS)
 $(BUILD)/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c -ffp-contract=off
 $(BUILD)/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=off
 $(BUILD)/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -ffp-contract=off
+
+# The one version string (VERSION): every tool's --version, through
+# lib/cli; the scripts ask a tool for it.
+$(BUILD)/lib/cli/cli.o: CFLAGS += -DQWENPIPE_VERSION='"$(VERSION)"'
+$(BUILD)/lib/cli/cli.o: VERSION
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -120,13 +131,43 @@ fuzzers: $(FUZZERS)
 $(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -d $(DESTDIR)$(PREFIX)/share/qwenpipe/qwen2.5-0.5b-instruct
+# The scripts a user runs (the rest need a checkout: deps, fuzz, bench-tok,
+# valgrind-check, plot-bench, download-qwen), and what they read: their
+# shared helpers, the VERSION they print, viz's page template.
+SCRIPTS   := generate chat viz
+SHARE     := $(DESTDIR)$(PREFIX)/share/qwenpipe
+MAN1      := $(DESTDIR)$(PREFIX)/share/man/man1
+MANS      := $(TOOLS:%=$(BUILD)/man/%.1) $(SCRIPTS:%=$(BUILD)/man/%.1)
+
+# Man pages, generated from each tool's --help and --version by help2man, so
+# that they say what the tool does; the NAME line is the summary that opens
+# the tool's main.c (or the script's header), up to its first full stop
+# or blank comment line.
+man: $(MANS)
+
+summary = $(shell awk 'NR == 1 && FILENAME ~ /\.c$$/ { sub(/^\/\* [a-z-]+: /, "") } \
+	NR == 2 && FILENAME !~ /\.c$$/ { sub(/^# [a-z-]+: /, "") } \
+	NR >= (FILENAME ~ /\.c$$/ ? 1 : 2) { sub(/^ ?[*#] ?/, ""); \
+		if ($$0 == "") { print s; exit } s = s (s ? " " : "") $$0 } \
+	/\.$$/ { sub(/\.$$/, "", s); print s; exit }' $(1))
+
+$(BUILD)/man/%.1: $(BIN)/% tools/%/main.c VERSION
+	@mkdir -p $(dir $@)
+	help2man -N -n "$(call summary,tools/$*/main.c)" -o $@ $<
+
+$(BUILD)/man/%.1: scripts/% VERSION $(TOOL_BINS)
+	@mkdir -p $(dir $@)
+	help2man -N -n "$(call summary,$<)" -o $@ $<
+
+install: all man
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE) $(MAN1)
+	install -m 755 $(TOOL_BINS) $(SCRIPTS:%=scripts/%) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 scripts/common.bash scripts/viz.html VERSION $(SHARE)/
+	install -m 644 $(MANS) $(MAN1)/
+	install -d $(SHARE)/qwen2.5-0.5b-instruct $(SHARE)/shakespeare-tiny
 	install -m 644 data/qwen2.5-0.5b-instruct/tokenizer.json \
-	  data/qwen2.5-0.5b-instruct/tokenizer_config.json \
-	  $(DESTDIR)$(PREFIX)/share/qwenpipe/qwen2.5-0.5b-instruct/
+	  data/qwen2.5-0.5b-instruct/tokenizer_config.json $(SHARE)/qwen2.5-0.5b-instruct/
+	install -m 644 $(wildcard data/shakespeare-tiny/*) $(SHARE)/shakespeare-tiny/
 
 clean:
 	rm -rf build bin

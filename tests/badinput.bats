@@ -215,7 +215,7 @@ config_dir() {
 	bad 2 "sample: --repeat-penalty: -1 is out of range [0.001, 1000]" "$L --repeat-penalty -1"
 	bad 2 "sample: --seed: -2 is out of range [0, 9223372036854775807]" "$L --seed -2"
 	bad 2 "sample: --seed: 'x' is not a whole number" "$L --seed x"
-	bad 2 "sample: --max-tokens: -1 is out of range [0, 9223372036854775807]" "$L -n -1"
+	bad 2 "sample: --tokens: -1 is out of range [0, 9223372036854775807]" "$L -n -1"
 	bad 2 "sample: --logprobs: 100000 is out of range [0, 100]" "$L --logprobs 100000 --logprobs-file /dev/null"
 	bad 2 "sample: --logprobs and --logprobs-file go together" "$L --logprobs 5"
 	F="echo 1 | forward '$TINY' --score"

@@ -154,7 +154,7 @@ quick() {
 	run -2 bench --membw "$TINY"
 	assert_line --index 0 "bench: --membw: measures bandwidth only, without MODEL or --synthetic"
 	run -2 bench --frobnicate
-	assert_line --index 0 "bench: --frobnicate: unknown option"
+	assert_line --index 0 "bench: unknown option '--frobnicate'"
 	assert_line --index 1 --partial "usage: bench MODEL..."
 }
 

@@ -24,7 +24,7 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 	run -2 sample --temperature -1 </dev/null
 	assert_line --index 0 "sample: --temperature: -1 is out of range [0, 100]"
 	run -2 sample -n x </dev/null
-	assert_line --index 0 "sample: --max-tokens: 'x' is not a whole number"
+	assert_line --index 0 "sample: --tokens: 'x' is not a whole number"
 	run -2 sample --top-k 1.5 </dev/null
 	assert_line --index 0 "sample: --top-k: '1.5' is not a whole number"
 }
@@ -35,7 +35,7 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 	run -2 sample -x </dev/null
 	assert_line --index 0 "sample: unknown option '-x'"
 	run -2 sample --seed </dev/null
-	assert_line --index 0 "sample: --seed: missing value"
+	assert_line --index 0 "sample: --seed: needs a value"
 	run -2 sample extra </dev/null
 	assert_line --index 0 "sample: unexpected argument 'extra'"
 	run -2 sample --logprobs 3 </dev/null

@@ -107,7 +107,7 @@ inf           0"
 	assert_line "st-inspect: no FILE given"
 	assert_line --partial "usage: st-inspect"
 	run -2 st-inspect --frobnicate "$TINY"
-	assert_line "st-inspect: --frobnicate: unknown option"
+	assert_line "st-inspect: unknown option '--frobnicate'"
 	run -2 st-inspect --tensor
 	assert_line "st-inspect: --tensor: needs a value"
 	run -2 st-inspect --check --tensor x "$TINY"

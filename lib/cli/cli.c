@@ -3,6 +3,7 @@
 #include "core/parse.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,8 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef QWENPIPE_VERSION
+#error "QWENPIPE_VERSION: the Makefile passes the VERSION file's line"
+#endif
+const char cli_version[] = QWENPIPE_VERSION;
+
 static const char *prog_name = "?";
-static const char *usage_line = "";
+static const struct cli_spec *spec;
 static int reported;  /* an error was printed: the exit flush adds none */
 
 static void check_stdout(void)
@@ -27,10 +33,29 @@ static void check_stdout(void)
 	}
 }
 
-void cli_init(const char *prog, const char *usage)
+/* The usage: "usage: FIRST", then for each further form "   or: NEXT" on
+ * its own line (--help), or ", or NEXT" on the same line (after a usage
+ * error, whose message and usage are two lines). */
+static void print_usage(FILE *fp, int one_line)
 {
-	prog_name = prog;
-	usage_line = usage;
+	const char *u = spec ? spec->usage : "";
+	fputs("usage: ", fp);
+	for (;;) {
+		const char *nl = strchr(u, '\n');
+		int n = nl ? (int)(nl - u) : (int)strlen(u);
+		fprintf(fp, "%.*s", n, u);
+		if (!nl || !nl[1])
+			break;
+		u = nl + 1;
+		fputs(one_line ? ", or " : "\n   or: ", fp);
+	}
+	fputc('\n', fp);
+}
+
+void cli_init(const struct cli_spec *s)
+{
+	spec = s;
+	prog_name = s->prog;
 	atexit(check_stdout);
 	/* a file size limit (ulimit -f) is a write error (EFBIG) to report,
 	 * not a signal that kills the tool mid-line */
@@ -75,7 +100,7 @@ _Noreturn void die_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vprint("", fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "usage: %s\n", usage_line);
+	print_usage(stderr, 1);
 	reported = 1;
 	exit(EXIT_USAGE);
 }
@@ -114,4 +139,189 @@ void cli_refuse_binary_tty(void)
 			prog_name);
 		exit(EXIT_USAGE);
 	}
+}
+
+/* ---- the flag tables of cli_getopt ---- */
+
+enum { ID_VERSION = 0x7ff0, ID_OPTIONS };  /* beyond any CLI_LONG + n */
+enum { MAX_OPTS = 64, MAX_NAMES = 128, HELP_COL = 26 };
+
+static const struct cli_opt builtin[] = {
+	{ 'h', "help", NULL, "this text" },
+	{ ID_VERSION, "version", NULL, "the version" },
+	{ ID_OPTIONS, "options", NULL, "the flags, one per line, for scripts" },
+	{ 0 },
+};
+
+static struct option longopts[MAX_NAMES + 1];
+static char shortopts[2 * MAX_OPTS + 2];
+static char names_buf[4096];
+
+/* A malformed table is the tool's bug: say so before any parsing. */
+static _Noreturn void table_bug(const char *what, const char *names)
+{
+	fprintf(stderr, "%s: option table: %s (%s)\n", prog_name, what, names);
+	abort();
+}
+
+static void add_opts(const struct cli_opt *o, int *nl, int *ns, size_t *nb)
+{
+	for (; o->names; o++) {
+		if (!o->id)
+			continue;
+		if (o->id < CLI_LONG) {
+			if (*ns + 2 >= (int)sizeof shortopts || strchr(shortopts, o->id))
+				table_bug("short letter taken", o->names);
+			shortopts[(*ns)++] = (char)o->id;
+			if (o->arg)
+				shortopts[(*ns)++] = ':';
+		}
+		for (const char *n = o->names; *n;) {
+			size_t len = strcspn(n, "|");
+			if (*nl >= MAX_NAMES || *nb + len + 1 > sizeof names_buf)
+				table_bug("too many names", o->names);
+			char *copy = names_buf + *nb;
+			memcpy(copy, n, len);
+			copy[len] = 0;
+			*nb += len + 1;
+			for (int i = 0; i < *nl; i++)
+				if (!strcmp(longopts[i].name, copy))
+					table_bug("long name taken", o->names);
+			longopts[(*nl)++] = (struct option){
+				.name = copy,
+				.has_arg = o->arg ? required_argument : no_argument,
+				.val = o->id,
+			};
+			n += len;
+			if (*n == '|')
+				n++;
+		}
+	}
+}
+
+static void build_tables(void)
+{
+	int nl = 0, ns = 0;
+	size_t nb = 0;
+	shortopts[ns++] = ':';  /* a missing value returns ':', not '?' */
+	add_opts(spec->opts, &nl, &ns, &nb);
+	add_opts(builtin, &nl, &ns, &nb);
+	longopts[nl] = (struct option){ 0 };
+	shortopts[ns] = 0;
+}
+
+/* "  -t, --threads N" then the help lines from column HELP_COL, then the
+ * aliases. */
+static void print_opt(const struct cli_opt *o)
+{
+	char left[128];
+	size_t first = strcspn(o->names, "|");
+	if (!o->id)
+		snprintf(left, sizeof left, "  %s", o->names);
+	else
+		snprintf(left, sizeof left, "  %c%c%c --%.*s%s%s",
+			 o->id < CLI_LONG ? '-' : ' ', o->id < CLI_LONG ? o->id : ' ',
+			 o->id < CLI_LONG ? ',' : ' ', (int)first, o->names,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
+	int col = printf("%s", left);
+	if (col >= HELP_COL - 1) {
+		putchar('\n');
+		col = 0;
+	}
+	const char *h = o->help;
+	for (;;) {
+		const char *nl = strchr(h, '\n');
+		int n = nl ? (int)(nl - h) : (int)strlen(h);
+		printf("%*s%.*s\n", HELP_COL - col, "", n, h);
+		col = 0;
+		if (!nl)
+			break;
+		h = nl + 1;
+	}
+	if (o->names[first]) {
+		printf("%*s(also", HELP_COL, "");
+		for (const char *n = o->names + first; *n == '|';) {
+			size_t len = strcspn(n + 1, "|");
+			printf(" --%.*s", (int)len, n + 1);
+			n += len + 1;
+		}
+		puts(")");
+	}
+}
+
+static void print_help(void)
+{
+	print_usage(stdout, 0);
+	printf("\n%s", spec->about);
+	int operands = 0;
+	for (const struct cli_opt *o = spec->opts; o->names; o++)
+		operands += !o->id;
+	if (operands) {
+		puts("\nArguments:");
+		for (const struct cli_opt *o = spec->opts; o->names; o++)
+			if (!o->id)
+				print_opt(o);
+	}
+	puts("\nOptions:");
+	for (const struct cli_opt *o = spec->opts; o->names; o++)
+		if (o->id)
+			print_opt(o);
+	for (const struct cli_opt *o = builtin; o->names; o++)
+		print_opt(o);
+	if (spec->notes)
+		printf("\n%s", spec->notes);
+}
+
+/* "--threads	value	-t --threads-alias" */
+static void print_options(const struct cli_opt *o)
+{
+	for (; o->names; o++) {
+		if (!o->id)
+			continue;
+		size_t first = strcspn(o->names, "|");
+		printf("--%.*s\t%s\t", (int)first, o->names, o->arg ? "value" : "switch");
+		int others = 0;
+		if (o->id < CLI_LONG)
+			printf("-%c", o->id), others++;
+		for (const char *n = o->names + first; *n == '|';) {
+			size_t len = strcspn(n + 1, "|");
+			printf("%s--%.*s", others++ ? " " : "", (int)len, n + 1);
+			n += len + 1;
+		}
+		puts(others ? "" : "-");
+	}
+}
+
+int cli_getopt(int argc, char **argv, const char **val)
+{
+	if (!shortopts[0]) {
+		build_tables();
+		opterr = 0;
+	}
+	int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	*val = optarg;
+	const char *arg = argv[optind - 1];
+	switch (c) {
+	case 'h':
+		print_help();
+		cli_exit(EXIT_OK);
+	case ID_VERSION:
+		printf("%s (qwenpipe) %s\n", prog_name, cli_version);
+		cli_exit(EXIT_OK);
+	case ID_OPTIONS:
+		print_options(spec->opts);
+		print_options(builtin);
+		cli_exit(EXIT_OK);
+	case ':':
+		if (optopt && optopt < CLI_LONG && strncmp(arg, "--", 2))
+			die_usage("-%c: needs a value", optopt);
+		die_usage("%s: needs a value", arg);
+	case '?':
+		if (!strncmp(arg, "--", 2) && strchr(arg, '=') && optopt)
+			die_usage("%.*s: takes no value", (int)strcspn(arg, "="), arg);
+		if (optopt && optopt < CLI_LONG && strncmp(arg, "--", 2))
+			die_usage("unknown option '-%c'", optopt);
+		die_usage("unknown option '%s'", arg);
+	}
+	return c;
 }

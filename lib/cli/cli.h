@@ -13,6 +13,8 @@
 
 #include "core/err.h"
 
+#include <unistd.h>  /* optind, after cli_getopt */
+
 /* Exit statuses shared by every tool. */
 enum {
 	EXIT_OK = 0,
@@ -22,9 +24,58 @@ enum {
 	EXIT_PIPE = 141, /* the reader of stdout went away (128 + SIGPIPE) */
 };
 
-/* Sets the program name used in messages and the usage line printed on
- * misuse, and arranges for stdout to be flushed and checked at exit. */
-void cli_init(const char *prog, const char *usage);
+/* One flag of a tool, in the table its main() hands to cli_init. */
+struct cli_opt {
+	/* What cli_getopt returns for it: the short letter ('t' for -t), or
+	 * CLI_LONG + n for a flag with no short form. 0 marks an operand
+	 * (MODEL, FILE): listed in --help, never parsed. */
+	int id;
+	/* The long name without dashes, then any aliases after '|'
+	 * ("ctx|ctx-size": --ctx and --ctx-size are the same flag). */
+	const char *names;
+	const char *arg;   /* the value's name in --help ("N"); NULL: a switch */
+	const char *help;  /* what it does; '\n' starts another line */
+};
+enum { CLI_LONG = 256 };
+
+/* A tool's command line: --help prints it in one shape for every tool,
+ *
+ *   usage: LINE (each further line of usage as "   or: LINE")
+ *
+ *   ABOUT
+ *
+ *   Options:
+ *     -t, --threads N        HELP
+ *   ...
+ *
+ *   NOTES
+ *
+ * and the flags --help (-h), --version and --options are added to every
+ * table (cli_getopt answers them and exits). */
+struct cli_spec {
+	const char *prog;
+	const char *usage;           /* lines without "usage: ", split by '\n' */
+	const char *about;           /* a paragraph or more, ending in '\n' */
+	const struct cli_opt *opts;  /* ends with { 0 } */
+	const char *notes;           /* after the options, or NULL */
+};
+
+/* The version of every tool and script (the VERSION file). */
+extern const char cli_version[];
+
+/* Sets the program name used in messages and the usage printed on misuse,
+ * and arranges for stdout to be flushed and checked at exit. */
+void cli_init(const struct cli_spec *spec);
+
+/* getopt_long over spec->opts (GNU argument order: flags and operands
+ * mixed, "--" ends the flags). Returns the next flag's id, with its value
+ * in *val (NULL for a switch), or -1 when no flag is left; the operands
+ * are then argv[optind..argc-1]. An unknown flag or a missing value is a
+ * usage error; --help, --version and --options print to stdout and exit 0:
+ * --options prints one line per flag, "--long TAB value|switch TAB other
+ * spellings" (space-separated, "-" for none), for scripts that route flags
+ * to the tool that takes them. */
+int cli_getopt(int argc, char **argv, const char **val);
 
 const char *cli_prog(void);
 

@@ -31,7 +31,6 @@
 
 #include <cJSON.h>
 #include <cblas.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,46 +38,52 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char usage[] =
-	"bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
-	"[--weights LIST] [--int8-activations] [--synthetic] [--membw] "
-	"[--record FILE | --no-record]";
+enum { OPT_ACT8 = CLI_LONG, OPT_SYNTH, OPT_CONFIG, OPT_MEMBW,
+       OPT_MEMBW_MIB, OPT_NO_SGEMM, OPT_RECORD, OPT_NO_RECORD };
 
-static const char help[] =
-	"Measures prefill, time to first token, decode and the sampler on each\n"
-	"MODEL (a model directory, a .safetensors file or a .q8/.q4 container),\n"
-	"against the memory bandwidth measured in the same run.\n"
-	"\n"
-	"  -p, --prompt N       prompt tokens for prefill and TTFT (default 64)\n"
-	"  -n, --tokens N       tokens decoded per repetition (default 64)\n"
-	"  -r, --reps N         repetitions after one warm-up (default 10)\n"
-	"  -t, --threads LIST   thread counts, comma-separated (default 1 and the\n"
-	"                       physical cores)\n"
-	"  -o, --output FMT     md (default), jsonl (the records) or csv (one row\n"
-	"                       per model record) on stdout\n"
-	"  -w, --weights LIST   how each model is held, comma-separated: copied\n"
-	"                       (read into memory; the default), mapped (used\n"
-	"                       through the file mapping, forward --mmap), f32\n"
-	"                       (widened, forward --f32)\n"
-	"      --int8-activations  also run each int8 / int4 container with int8\n"
-	"                       activations (forward --int8-activations): one\n"
-	"                       more contender each, named with +a8\n"
-	"      --synthetic      add the synthetic full-size bf16 model and its\n"
-	"                       int8 and int4 containers (written once to\n"
-	"                       ${XDG_CACHE_HOME:-~/.cache}/qwenpipe)\n"
-	"      --config FILE    the shapes of the synthetic model (default\n"
-	"                       " SYNTHETIC_CONFIG ")\n"
-	"      --membw          measure the memory bandwidth only\n"
-	"      --membw-mib N    bandwidth buffer size (default 1024; larger than\n"
-	"                       the caches)\n"
-	"      --no-sgemm       skip the OpenBLAS float32 prefill reference\n"
-	"      --record FILE    append JSON lines to FILE (default\n"
-	"                       bench/results.jsonl when ./bench/ exists)\n"
-	"      --no-record      append nothing\n"
-	"  -h, --help           this text\n"
-	"\n"
-	"Figures are medians with [min, max] over the repetitions. Progress goes\n"
-	"to stderr. Exit status: 0 done, 1 failure, 2 usage.\n";
+static const struct cli_opt opts[] = {
+	{ 0, "MODEL", NULL, "a model directory, a .safetensors file or a .q8/.q4\n"
+	  "container" },
+	{ 'p', "prompt|n-prompt", "N", "prompt tokens for prefill and TTFT (default 64)" },
+	{ 'n', "tokens|n-gen|n-predict", "N", "tokens decoded per repetition (default 64)" },
+	{ 'r', "reps|repetitions", "N", "repetitions after one warm-up (default 10)" },
+	{ 't', "threads", "LIST", "thread counts, comma-separated (default 1 and the\n"
+	  "physical cores)" },
+	{ 'o', "output", "FMT", "md (default), jsonl (the records) or csv (one row\n"
+	  "per model record) on stdout" },
+	{ 'w', "weights", "LIST", "how each model is held, comma-separated: copied\n"
+	  "(read into memory; the default), mapped (used\n"
+	  "through the file mapping, forward --mmap), f32\n"
+	  "(widened, forward --f32)" },
+	{ OPT_ACT8, "int8-activations", NULL, "also run each int8 / int4 container with int8\n"
+	  "activations (forward --int8-activations): one\n"
+	  "more contender each, named with +a8" },
+	{ OPT_SYNTH, "synthetic", NULL, "add the synthetic full-size bf16 model and its\n"
+	  "int8 and int4 containers (written once to\n"
+	  "${XDG_CACHE_HOME:-~/.cache}/qwenpipe)" },
+	{ OPT_CONFIG, "config", "FILE", "the shapes of the synthetic model (default\n"
+	  SYNTHETIC_CONFIG ")" },
+	{ OPT_MEMBW, "membw", NULL, "measure the memory bandwidth only" },
+	{ OPT_MEMBW_MIB, "membw-mib", "N", "bandwidth buffer size (default 1024; larger than\n"
+	  "the caches)" },
+	{ OPT_NO_SGEMM, "no-sgemm", NULL, "skip the OpenBLAS float32 prefill reference" },
+	{ OPT_RECORD, "record", "FILE", "append JSON lines to FILE (default\n"
+	  "bench/results.jsonl when ./bench/ exists)" },
+	{ OPT_NO_RECORD, "no-record", NULL, "append nothing" },
+	{ 0 },
+};
+
+static const struct cli_spec spec = {
+	.prog = "bench",
+	.usage = "bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
+		 "[--weights LIST] [--int8-activations] [--synthetic] [--membw] "
+		 "[--record FILE | --no-record]",
+	.about = "Measures prefill, time to first token, decode and the sampler on each\n"
+		 "MODEL against the memory bandwidth measured in the same run.\n",
+	.opts = opts,
+	.notes = "Figures are medians with [min, max] over the repetitions. Progress goes\n"
+		 "to stderr. Exit status: 0 done, 1 failure, 2 usage.\n",
+};
 
 #define MAX_THREADS 64
 #define MAX_CONTENDERS 32
@@ -455,57 +460,34 @@ int main(int argc, char **argv)
 		.membw_bytes = MEMBW_BYTES_DEFAULT,
 	};
 	int no_record = 0;
-	cli_init("bench", usage);
-	enum { OPT_SYNTH = 256, OPT_CONFIG, OPT_MEMBW, OPT_MEMBW_MIB, OPT_NO_SGEMM,
-	       OPT_RECORD, OPT_NO_RECORD, OPT_ACT8 };
-	static const struct option lopts[] = {
-		{ "prompt", required_argument, 0, 'p' },
-		{ "tokens", required_argument, 0, 'n' },
-		{ "reps", required_argument, 0, 'r' },
-		{ "threads", required_argument, 0, 't' },
-		{ "output", required_argument, 0, 'o' },
-		{ "weights", required_argument, 0, 'w' },
-		{ "int8-activations", no_argument, 0, OPT_ACT8 },
-		{ "synthetic", no_argument, 0, OPT_SYNTH },
-		{ "config", required_argument, 0, OPT_CONFIG },
-		{ "membw", no_argument, 0, OPT_MEMBW },
-		{ "membw-mib", required_argument, 0, OPT_MEMBW_MIB },
-		{ "no-sgemm", no_argument, 0, OPT_NO_SGEMM },
-		{ "record", required_argument, 0, OPT_RECORD },
-		{ "no-record", no_argument, 0, OPT_NO_RECORD },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
-	};
-	opterr = 0;
+	cli_init(&spec);
+	const char *v;
 	int c;
-	while ((c = getopt_long(argc, argv, ":p:n:r:t:o:w:h", lopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'p': o.prompt = (int)flag_long("--prompt", optarg, 1, 4096); break;
-		case 'n': o.tokens = (int)flag_long("--tokens", optarg, 1, 4096); break;
-		case 'r': o.reps = (int)flag_long("--reps", optarg, 1, 1000); break;
+		case 'p': o.prompt = (int)flag_long("--prompt", v, 1, 4096); break;
+		case 'n': o.tokens = (int)flag_long("--tokens", v, 1, 4096); break;
+		case 'r': o.reps = (int)flag_long("--reps", v, 1, 1000); break;
 		case 't':
-			o.n_threads = parse_int_list("--threads", optarg, 1, 256, o.threads,
+			o.n_threads = parse_int_list("--threads", v, 1, 256, o.threads,
 						     MAX_THREADS);
 			break;
 		case 'o':
-			if (strcmp(optarg, "md") && strcmp(optarg, "jsonl") && strcmp(optarg, "csv"))
-				die_usage("--output: '%s' is not md, jsonl or csv", optarg);
-			o.output = optarg;
+			if (strcmp(v, "md") && strcmp(v, "jsonl") && strcmp(v, "csv"))
+				die_usage("--output: '%s' is not md, jsonl or csv", v);
+			o.output = v;
 			break;
-		case 'w': o.n_weights = parse_weights(optarg, o.weights); break;
+		case 'w': o.n_weights = parse_weights(v, o.weights); break;
 		case OPT_ACT8: o.act8 = 1; break;
 		case OPT_SYNTH: o.synthetic = 1; break;
-		case OPT_CONFIG: o.config = optarg; break;
+		case OPT_CONFIG: o.config = v; break;
 		case OPT_MEMBW: o.membw_only = 1; break;
 		case OPT_MEMBW_MIB:
-			o.membw_bytes = (size_t)flag_long("--membw-mib", optarg, 1, 1 << 20) << 20;
+			o.membw_bytes = (size_t)flag_long("--membw-mib", v, 1, 1 << 20) << 20;
 			break;
 		case OPT_NO_SGEMM: o.sgemm = 0; break;
-		case OPT_RECORD: o.record = optarg; break;
+		case OPT_RECORD: o.record = v; break;
 		case OPT_NO_RECORD: no_record = 1; break;
-		case 'h': fputs(help, stdout); printf("usage: %s\n", usage); cli_exit(0);
-		case ':': die_usage("%s: missing value", argv[optind - 1]);
-		default: die_usage("%s: unknown option", argv[optind - 1]);
 		}
 	}
 	int n_models = argc - optind;

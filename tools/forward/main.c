@@ -26,7 +26,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,57 +34,62 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char usage[] =
-	"forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
-	"[--no-cache] [--threads N] [--ctx N] "
-	"[--f32] [--mmap] [--int8-activations] [-v] < ids, "
-	"or forward --dump [--top K] < logits";
+enum { OPT_SCORE = CLI_LONG, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_F32, OPT_MMAP,
+       OPT_ACT8, OPT_GEMM, OPT_TOP };
 
-static const char help[] =
-	"Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
-	"line) on stdin, the binary logits stream on stdout.\n"
-	"\n"
-	"  MODEL               a model directory, a .safetensors file with its\n"
-	"                      config.json beside it, or a quantized container\n"
-	"                      (.q8, .q4, from quantize; self-contained)\n"
-	"  -s, --score         compute the logits of the input and exit (the\n"
-	"                      default when stdout is a regular file); otherwise,\n"
-	"                      when stdout is a pipe, generate: wait for each\n"
-	"                      sampled id on the feedback FIFO named in the header\n"
-	"  -a, --all           with --score: a frame for every input position,\n"
-	"                      not only the last\n"
-	"  -T, --trace FILE    write the residual stream of the last position of\n"
-	"                      each call as JSON lines (embedding, every block,\n"
-	"                      final norm)\n"
-	"      --trace-attn FILE  write the attention weights of every layer and\n"
-	"                      head for the new positions of each call as JSON\n"
-	"                      lines (layout: tools/forward/attntrace.h)\n"
-	"      --no-cache      generation: run the whole sequence again at every\n"
-	"                      step instead of extending the KV cache (the\n"
-	"                      quadratic baseline; the same logits)\n"
-	"  -t, --threads N     worker threads (default: the physical cores)\n"
-	"  -c, --ctx N         positions in the KV cache (default: the model's,\n"
-	"                      at most 4096)\n"
-	"      --f32           widen the weights to float32 (default: bf16 read\n"
-	"                      as bf16)\n"
-	"      --mmap          use the weights through the file mapping instead of\n"
-	"                      reading them into memory (faster start)\n"
-	"      --int8-activations  quantize the input of every int8 / int4 matrix\n"
-	"                      to int8 too (blocks of 32, one scale each) and\n"
-	"                      multiply integers (AVX-512 VNNI where the CPU has\n"
-	"                      it, else a scalar kernel with the same results):\n"
-	"                      less exact (ppl --level int8+a8 measures it); for\n"
-	"                      int8 / int4 containers (a float model: usage error)\n"
-	"      --gemm WHO      float32 prompt products: own (default), blas\n"
-	"                      (OpenBLAS, one thread per worker) or blas-threads\n"
-	"                      (OpenBLAS's own threads)\n"
-	"  -v, --verbose       load time, memory, per-call timings and, at the\n"
-	"                      end, the positions computed on stderr\n"
-	"  -d, --dump          read a logits stream on stdin, print it as text\n"
-	"  -k, --top K         with --dump: the K largest logits (default 5)\n"
-	"  -h, --help          this text\n"
-	"\n"
-	"QWENPIPE_SIMD=scalar|avx2|avx512 caps the kernels used.\n";
+static const struct cli_opt opts[] = {
+	{ 0, "MODEL", NULL, "a model directory, a .safetensors file with its\n"
+	  "config.json beside it, or a quantized container\n"
+	  "(.q8, .q4, from quantize; self-contained)" },
+	{ OPT_SCORE, "score", NULL, "compute the logits of the input and exit (the\n"
+	  "default when stdout is a regular file); otherwise,\n"
+	  "when stdout is a pipe, generate: wait for each\n"
+	  "sampled id on the feedback FIFO named in the header" },
+	{ 'a', "all", NULL, "with --score: a frame for every input position,\n"
+	  "not only the last" },
+	{ 'T', "trace", "FILE", "write the residual stream of the last position of\n"
+	  "each call as JSON lines (embedding, every block,\n"
+	  "final norm)" },
+	{ OPT_TRACE_ATTN, "trace-attn", "FILE", "write the attention weights of every layer and\n"
+	  "head for the new positions of each call as JSON\n"
+	  "lines (layout: tools/forward/attntrace.h)" },
+	{ OPT_NO_CACHE, "no-cache", NULL, "generation: run the whole sequence again at every\n"
+	  "step instead of extending the KV cache (the\n"
+	  "quadratic baseline; the same logits)" },
+	{ 't', "threads", "N", "worker threads (default: the physical cores)" },
+	{ 'c', "ctx|ctx-size", "N", "positions in the KV cache (default: the model's,\n"
+	  "at most 4096)" },
+	{ OPT_F32, "f32", NULL, "widen the weights to float32 (default: bf16 read\n"
+	  "as bf16)" },
+	{ OPT_MMAP, "mmap", NULL, "use the weights through the file mapping instead of\n"
+	  "reading them into memory (faster start)" },
+	{ OPT_ACT8, "int8-activations", NULL, "quantize the input of every int8 / int4 matrix\n"
+	  "to int8 too (blocks of 32, one scale each) and\n"
+	  "multiply integers (AVX-512 VNNI where the CPU has\n"
+	  "it, else a scalar kernel with the same results):\n"
+	  "less exact (ppl --level int8+a8 measures it); for\n"
+	  "int8 / int4 containers (a float model: usage error)" },
+	{ OPT_GEMM, "gemm", "WHO", "float32 prompt products: own (default), blas\n"
+	  "(OpenBLAS, one thread per worker) or blas-threads\n"
+	  "(OpenBLAS's own threads)" },
+	{ 'v', "verbose", NULL, "load time, memory, per-call timings and, at the\n"
+	  "end, the positions computed on stderr" },
+	{ 'd', "dump", NULL, "read a logits stream on stdin, print it as text" },
+	{ OPT_TOP, "top", "K", "with --dump: the K largest logits (default 5)" },
+	{ 0 },
+};
+
+static const struct cli_spec spec = {
+	.prog = "forward",
+	.usage = "forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
+		 "[--no-cache] [--threads N] [--ctx N] [--f32] [--mmap] "
+		 "[--int8-activations] [--gemm own|blas|blas-threads] [-v] < ids\n"
+		 "forward --dump [--top K] < logits",
+	.about = "Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
+		 "line) on stdin, the binary logits stream on stdout.\n",
+	.opts = opts,
+	.notes = "QWENPIPE_SIMD=scalar|avx2|avx512 caps the kernels used.\n",
+};
 
 /* Defaults. */
 static int verbose;             /* -v */
@@ -418,65 +422,39 @@ static int stdout_is_file(void)
 
 int main(int argc, char **argv)
 {
-	cli_init("forward", usage);
+	cli_init(&spec);
 	int score = 0, all = 0, do_dump = 0, top = 5;
 	const char *trace_path = NULL, *attn_path = NULL;
 	int no_cache = 0;
 	struct forward_opts fo = { 0 };
 	struct model_opts mo = { 0 };
-	enum { OPT_F32 = 256, OPT_MMAP, OPT_GEMM, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_ACT8 };
-	static const struct option longopts[] = {
-		{ "score", no_argument, NULL, 's' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "trace", required_argument, NULL, 'T' },
-		{ "trace-attn", required_argument, NULL, OPT_TRACE_ATTN },
-		{ "no-cache", no_argument, NULL, OPT_NO_CACHE },
-		{ "threads", required_argument, NULL, 't' },
-		{ "ctx", required_argument, NULL, 'c' },
-		{ "f32", no_argument, NULL, OPT_F32 },
-		{ "mmap", no_argument, NULL, OPT_MMAP },
-		{ "gemm", required_argument, NULL, OPT_GEMM },
-		{ "int8-activations", no_argument, NULL, OPT_ACT8 },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "dump", no_argument, NULL, 'd' },
-		{ "top", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	const char *v;
 	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "saT:t:c:vdk:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case 's': score = 1; break;
+		case OPT_SCORE: score = 1; break;
 		case 'a': all = 1; break;
-		case 'T': trace_path = optarg; break;
-		case OPT_TRACE_ATTN: attn_path = optarg; break;
+		case 'T': trace_path = v; break;
+		case OPT_TRACE_ATTN: attn_path = v; break;
 		case OPT_NO_CACHE: no_cache = 1; break;
-		case 't': fo.threads = (int)flag_long("--threads", optarg, 1, 256); break;
-		case 'c': fo.ctx = (int)flag_long("--ctx", optarg, 1, 1 << 24); break;
+		case 't': fo.threads = (int)flag_long("--threads", v, 1, 256); break;
+		case 'c': fo.ctx = (int)flag_long("--ctx", v, 1, 1 << 24); break;
 		case OPT_F32: mo.f32 = 1; break;
 		case OPT_MMAP: mo.mmap = 1; break;
 		case OPT_ACT8: fo.act8 = 1; break;
 		case OPT_GEMM:
-			if (!strcmp(optarg, "own"))
+			if (!strcmp(v, "own"))
 				fo.gemm = FWD_GEMM_OWN;
-			else if (!strcmp(optarg, "blas"))
+			else if (!strcmp(v, "blas"))
 				fo.gemm = FWD_GEMM_BLAS;
-			else if (!strcmp(optarg, "blas-threads"))
+			else if (!strcmp(v, "blas-threads"))
 				fo.gemm = FWD_GEMM_BLAS_THREADS;
 			else
-				die_usage("--gemm: '%s' is not own, blas or blas-threads", optarg);
+				die_usage("--gemm: '%s' is not own, blas or blas-threads", v);
 			break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
-		case 'k': top = (int)flag_long("--top", optarg, 1, 1000); break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			cli_exit(EXIT_OK);
-		default:
-			if (optopt)
-				die_usage("unknown option '-%c'", optopt);
-			die_usage("unknown option '%s'", argv[optind - 1]);
+		case OPT_TOP: top = (int)flag_long("--top", v, 1, 1000); break;
 		}
 	}
 	if (do_dump) {

@@ -23,7 +23,6 @@
 #include "text/tokenizer.h"
 
 #include <cJSON.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -32,43 +31,49 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char usage[] =
-	"ppl MODEL [CONTAINER...] [--level LIST] [--chunk LIST] [--group-size N] "
-	"[--text FILE | --ids FILE] [--max-chunks N] [--threads N] [--json]";
+enum { OPT_CHUNK = CLI_LONG, OPT_MAX_CHUNKS, OPT_NO_COMPARE };
 
-static const char help[] =
-	"Measures perplexity at several precisions, each beside float32.\n"
-	"\n"
-	"  MODEL              a safetensors model directory (or a container, alone)\n"
-	"  CONTAINER          a .q8 / .q4 from quantize: one more level, as stored\n"
-	"  -l, --level LIST   comma-separated, from fp32, bf16, int8, int4,\n"
-	"                     int4-rtn (the round-to-nearest baseline), each int\n"
-	"                     level optionally with +embed (the embeddings too)\n"
-	"                     and +a8 (int8 activations, forward\n"
-	"                     --int8-activations), e.g. int4+embed+a8\n"
-	"                     (default fp32,bf16,int8,int4); a CONTAINER runs\n"
-	"                     with float activations (its +a8 is the level\n"
-	"                     quantized in memory: the same weights)\n"
-	"  -c, --chunk LIST   tokens per chunk, one or more (default 256)\n"
-	"  -g, --group-size N int4 group size (default 32)\n"
-	"  -x, --text FILE    the text, tokenized with the model's tokenizer\n"
-	"                     (default: the bundled data/shakespeare-tiny/heldout.txt)\n"
-	"  -i, --ids FILE     token ids instead of text ('-': stdin)\n"
-	"  -m, --max-chunks N only the first N chunks\n"
-	"  -t, --threads N    worker threads (default: the physical cores)\n"
-	"  -n, --no-compare   no float32 run beside each level: no KL, no top-1,\n"
-	"                     delta only against an fp32 level in the list; half\n"
-	"                     the time\n"
-	"  -j, --json         one JSON object on stdout instead of the table\n"
-	"  -h, --help         this text\n"
-	"\n"
-	"Protocol (tests/golden/README.md): non-overlapping chunks of --chunk\n"
-	"tokens from the start of the text, a partial last chunk dropped, each\n"
-	"chunk from an empty cache, every token but the first of a chunk scored,\n"
-	"NLL summed in float64; ppl = exp(NLL / scored). Mean KL is\n"
-	"KL(fp32 || level) over the scored positions; top-1 is how often the two\n"
-	"argmaxes agree; time is the level's own forward passes. Progress goes\n"
-	"to stderr. The same command gives the same digits (time aside).\n";
+static const struct cli_opt opts[] = {
+	{ 0, "MODEL", NULL, "a safetensors model directory (or a container, alone)" },
+	{ 0, "CONTAINER", NULL, "a .q8 / .q4 from quantize: one more level, as stored" },
+	{ 'l', "level", "LIST", "comma-separated, from fp32, bf16, int8, int4,\n"
+	  "int4-rtn (the round-to-nearest baseline), each int\n"
+	  "level optionally with +embed (the embeddings too)\n"
+	  "and +a8 (int8 activations, forward\n"
+	  "--int8-activations), e.g. int4+embed+a8\n"
+	  "(default fp32,bf16,int8,int4); a CONTAINER runs\n"
+	  "with float activations (its +a8 is the level\n"
+	  "quantized in memory: the same weights)" },
+	{ OPT_CHUNK, "chunk|ctx-size", "LIST", "tokens per chunk (the context of each run), one\n"
+	  "or more (default 256)" },
+	{ 'g', "group-size", "N", "int4 group size (default 32)" },
+	{ 'f', "text|file", "FILE", "the text, tokenized with the model's tokenizer\n"
+	  "(default: the bundled data/shakespeare-tiny/heldout.txt)" },
+	{ 'i', "ids", "FILE", "token ids instead of text ('-': stdin)" },
+	{ OPT_MAX_CHUNKS, "max-chunks|chunks", "N", "only the first N chunks" },
+	{ 't', "threads", "N", "worker threads (default: the physical cores)" },
+	{ OPT_NO_COMPARE, "no-compare", NULL, "no float32 run beside each level: no KL, no top-1,\n"
+	  "delta only against an fp32 level in the list; half\n"
+	  "the time" },
+	{ 'j', "json", NULL, "one JSON object on stdout instead of the table" },
+	{ 0 },
+};
+
+static const struct cli_spec spec = {
+	.prog = "ppl",
+	.usage = "ppl MODEL [CONTAINER...] [--level LIST] [--chunk LIST] [--group-size N] "
+		 "[--text FILE | --ids FILE] [--max-chunks N] [--threads N] [--no-compare] "
+		 "[--json]",
+	.about = "Measures perplexity at several precisions, each beside float32.\n",
+	.opts = opts,
+	.notes = "Protocol (tests/golden/README.md): non-overlapping chunks of --chunk\n"
+		 "tokens from the start of the text, a partial last chunk dropped, each\n"
+		 "chunk from an empty cache, every token but the first of a chunk scored,\n"
+		 "NLL summed in float64; ppl = exp(NLL / scored). Mean KL is\n"
+		 "KL(fp32 || level) over the scored positions; top-1 is how often the two\n"
+		 "argmaxes agree; time is the level's own forward passes. Progress goes\n"
+		 "to stderr. The same command gives the same digits (time aside).\n",
+};
 
 #define MAX_LEVELS 16
 #define MAX_CHUNKS 8
@@ -312,40 +317,24 @@ int main(int argc, char **argv)
 	bool json = false;               /* --json */
 	bool compare = true;             /* --no-compare: skip the float32 side run */
 
-	cli_init("ppl", usage);
-	static const struct option opts[] = {
-		{ "level", required_argument, 0, 'l' },
-		{ "chunk", required_argument, 0, 'c' },
-		{ "group-size", required_argument, 0, 'g' },
-		{ "text", required_argument, 0, 'x' },
-		{ "ids", required_argument, 0, 'i' },
-		{ "max-chunks", required_argument, 0, 'm' },
-		{ "threads", required_argument, 0, 't' },
-		{ "json", no_argument, 0, 'j' },
-		{ "no-compare", no_argument, 0, 'n' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
-	};
-	opterr = 0;
+	cli_init(&spec);
+	const char *v;
 	int c;
 	struct err e;
-	while ((c = getopt_long(argc, argv, ":l:c:g:x:i:m:t:jnh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'l': level_list = optarg; break;
-		case 'c':
-			if (parse_long_list(optarg, 2, 1 << 20, chunks, MAX_CHUNKS, &nchunks, &e) < 0)
+		case 'l': level_list = v; break;
+		case OPT_CHUNK:
+			if (parse_long_list(v, 2, 1 << 20, chunks, MAX_CHUNKS, &nchunks, &e) < 0)
 				die_usage("--chunk: %s", e.msg);
 			break;
-		case 'g': group = flag_long("--group-size", optarg, Q4_BLOCK, 1 << 20); break;
-		case 'x': text = optarg; break;
-		case 'i': ids_path = optarg; break;
-		case 'm': max_chunks = flag_long("--max-chunks", optarg, 1, INT_MAX); break;
-		case 't': threads = flag_long("--threads", optarg, 1, 1024); break;
+		case 'g': group = flag_long("--group-size", v, Q4_BLOCK, 1 << 20); break;
+		case 'f': text = v; break;
+		case 'i': ids_path = v; break;
+		case OPT_MAX_CHUNKS: max_chunks = flag_long("--max-chunks", v, 1, INT_MAX); break;
+		case 't': threads = flag_long("--threads", v, 1, 1024); break;
 		case 'j': json = true; break;
-		case 'n': compare = false; break;
-		case 'h': fputs(help, stdout); fputs("usage: ", stdout); puts(usage); cli_exit(0);
-		case ':': die_usage("%s: missing value", argv[optind - 1]);
-		default: die_usage("%s: unknown option", argv[optind - 1]);
+		case OPT_NO_COMPARE: compare = false; break;
 		}
 	}
 	if (optind == argc)

@@ -21,7 +21,6 @@
 #include "format/safetensors.h"
 
 #include <cJSON.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -31,30 +30,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char usage[] =
-	"quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings] "
-	"[--report FILE] [--dry-run]";
+enum { OPT_REPORT = CLI_LONG, OPT_DRY_RUN };
 
-static const char help[] =
-	"Writes a quantized container (.q8, .q4) from a safetensors model.\n"
-	"\n"
-	"  MODEL              a model directory (config.json, model.safetensors,\n"
-	"                     generation_config.json, tokenizer.json), or its\n"
-	"                     .safetensors file with those beside it\n"
-	"  -o, --output OUT   the container to write (atomically: a temporary\n"
-	"                     file beside OUT, renamed when complete)\n"
-	"  -l, --level L      int8: one scale per output row, max|row|/127;\n"
-	"                     int4: one scale per group along the input, searched\n"
-	"                     to minimise the squared error, codes in [-8, 7]\n"
-	"  -g, --group-size N int4 group size, a multiple of 32 (default 32)\n"
-	"  -e, --embeddings   also quantize the embedding matrix (the LM head\n"
-	"                     when tied)\n"
-	"  -r, --report FILE  one JSON line per tensor: name, shape, type,\n"
-	"                     relative weight error, bytes before and after\n"
-	"  -n, --dry-run      quantize and report, write no container\n"
-	"  -h, --help         this text\n"
-	"\n"
-	"Progress goes to stderr. Exit status: 0 done, 1 failure, 2 usage.\n";
+static const struct cli_opt opts[] = {
+	{ 0, "MODEL", NULL, "a model directory (config.json, model.safetensors,\n"
+	  "generation_config.json, tokenizer.json), or its\n"
+	  ".safetensors file with those beside it" },
+	{ 'o', "output", "OUT", "the container to write (atomically: a temporary\n"
+	  "file beside OUT, renamed when complete)" },
+	{ 'l', "level", "L", "int8: one scale per output row, max|row|/127;\n"
+	  "int4: one scale per group along the input, searched\n"
+	  "to minimise the squared error, codes in [-8, 7]" },
+	{ 'g', "group-size", "N", "int4 group size, a multiple of 32 (default 32)" },
+	{ 'e', "embeddings", NULL, "also quantize the embedding matrix (the LM head\n"
+	  "when tied)" },
+	{ OPT_REPORT, "report", "FILE", "one JSON line per tensor: name, shape, type,\n"
+	  "relative weight error, bytes before and after" },
+	{ OPT_DRY_RUN, "dry-run", NULL, "quantize and report, write no container" },
+	{ 0 },
+};
+
+static const struct cli_spec spec = {
+	.prog = "quantize",
+	.usage = "quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings] "
+		 "[--report FILE] [--dry-run]",
+	.about = "Writes a quantized container (.q8, .q4) from a safetensors model.\n",
+	.opts = opts,
+	.notes = "Progress goes to stderr. Exit status: 0 done, 1 failure, 2 usage.\n",
+};
 
 /* The temporary file a signal must remove (async-signal-safe: unlink), a
  * copy of its path so that freeing the writer never leaves it dangling. */
@@ -189,40 +192,27 @@ int main(int argc, char **argv)
 	const char *report = NULL;      /* --report FILE */
 	bool dry = false;               /* --dry-run */
 
-	cli_init("quantize", usage);
-	static const struct option opts[] = {
-		{ "output", required_argument, 0, 'o' },
-		{ "level", required_argument, 0, 'l' },
-		{ "group-size", required_argument, 0, 'g' },
-		{ "embeddings", no_argument, 0, 'e' },
-		{ "report", required_argument, 0, 'r' },
-		{ "dry-run", no_argument, 0, 'n' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
-	};
-	opterr = 0;
+	cli_init(&spec);
+	const char *v;
 	int c;
-	while ((c = getopt_long(argc, argv, ":o:l:g:er:nh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
+		case 'o': out = v; break;
 		case 'l':
-			if (!strcmp(optarg, "int8"))
+			if (!strcmp(v, "int8"))
 				level = 8;
-			else if (!strcmp(optarg, "int4"))
+			else if (!strcmp(v, "int4"))
 				level = 4;
 			else
-				die_usage("--level: '%s' is not int8 or int4", optarg);
+				die_usage("--level: '%s' is not int8 or int4", v);
 			break;
 		case 'g':
-			group = flag_long("--group-size", optarg, Q4_BLOCK, 1 << 20);
+			group = flag_long("--group-size", v, Q4_BLOCK, 1 << 20);
 			group_set = true;
 			break;
 		case 'e': embeddings = true; break;
-		case 'r': report = optarg; break;
-		case 'n': dry = true; break;
-		case 'h': fputs(help, stdout); fputs("usage: ", stdout); puts(usage); cli_exit(0);
-		case ':': die_usage("%s: missing value", argv[optind - 1]);
-		default: die_usage("%s: unknown option", argv[optind - 1]);
+		case OPT_REPORT: report = v; break;
+		case OPT_DRY_RUN: dry = true; break;
 		}
 	}
 	if (optind != argc - 1)

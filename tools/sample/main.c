@@ -26,7 +26,6 @@
 #include "format/stream.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -37,48 +36,53 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char usage[] =
-	"sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min-p P] "
-	"[--repeat-penalty R] [--seed S] [-n N] [--ignore-eos] [--emit-eos] "
-	"[--logprobs K --logprobs-file FILE] [-v] < logits";
+enum { OPT_GREEDY = CLI_LONG, OPT_TEMP, OPT_TOP_P, OPT_MIN_P, OPT_PENALTY,
+       OPT_IGNORE_EOS, OPT_EMIT_EOS, OPT_LOGPROBS, OPT_LOGPROBS_FILE };
 
-static const char help[] =
-	"Draws the next token for each frame of a logits stream (from forward) and\n"
-	"writes its id to stdout, one per line, and back to forward through the\n"
-	"feedback FIFO named in the stream header. Defaults come from the model's\n"
-	"generation_config.json, carried in the stream header.\n"
-	"\n"
-	"  -g, --greedy            the most probable token (lowest id on ties);\n"
-	"                          same as --temperature 0\n"
-	"  -t, --temperature T     divide the logits by T (0 = greedy)\n"
-	"  -k, --top-k K           keep the K most probable tokens and every token\n"
-	"                          tied with the K-th (0 = off)\n"
-	"  -p, --top-p P           keep the most probable tokens whose probability\n"
-	"                          adds up to P (1 = off)\n"
-	"  -m, --min-p P           drop tokens less probable than P times the most\n"
-	"                          probable one (0 = off)\n"
-	"  -r, --repeat-penalty R  divide the positive logits (multiply the\n"
-	"                          negative ones) of every token already in the\n"
-	"                          context, prompt included, by R (1 = off); also\n"
-	"                          applies to --greedy, as in transformers\n"
-	"  -s, --seed S            seed of the random generator (xoshiro256**);\n"
-	"                          default: drawn from the system, shown with -v\n"
-	"  -n, --max-tokens N      stop after N new tokens (default: no limit)\n"
-	"      --ignore-eos        do not stop at an end-of-sequence token\n"
-	"      --emit-eos          write the end-of-sequence token before stopping\n"
-	"      --logprobs K        with --logprobs-file: for each token, its\n"
-	"                          log-probability under the model (softmax of the\n"
-	"                          raw logits) and the K most probable tokens';\n"
-	"                          how many the chain kept, and the K most\n"
-	"                          probable of those with their probabilities\n"
-	"                          after it (\"after\")\n"
-	"      --logprobs-file F   where those JSON lines go (stdout stays ids)\n"
-	"  -v, --verbose           parameters, seed, stop reason, tokens, time to\n"
-	"                          first token and tokens/s on stderr\n"
-	"  -h, --help              this text\n"
-	"\n"
-	"The order is transformers': repetition penalty, temperature, top-k,\n"
-	"top-p, min-p, then one draw from what is left.\n";
+static const struct cli_opt opts[] = {
+	{ OPT_GREEDY, "greedy", NULL, "the most probable token (lowest id on ties);\n"
+	  "same as --temperature 0" },
+	{ OPT_TEMP, "temperature|temp", "T", "divide the logits by T (0 = greedy)" },
+	{ 'k', "top-k", "K", "keep the K most probable tokens and every token\n"
+	  "tied with the K-th (0 = off)" },
+	{ OPT_TOP_P, "top-p", "P", "keep the most probable tokens whose probability\n"
+	  "adds up to P (1 = off)" },
+	{ OPT_MIN_P, "min-p", "P", "drop tokens less probable than P times the most\n"
+	  "probable one (0 = off)" },
+	{ OPT_PENALTY, "repeat-penalty", "R", "divide the positive logits (multiply the\n"
+	  "negative ones) of every token already in the\n"
+	  "context, prompt included, by R (1 = off); also\n"
+	  "applies to --greedy, as in transformers" },
+	{ 's', "seed", "S", "seed of the random generator (xoshiro256**);\n"
+	  "default: drawn from the system, shown with -v" },
+	{ 'n', "tokens|max-tokens|n-predict|predict", "N", "stop after N new tokens (default: no limit)" },
+	{ OPT_IGNORE_EOS, "ignore-eos", NULL, "do not stop at an end-of-sequence token" },
+	{ OPT_EMIT_EOS, "emit-eos", NULL, "write the end-of-sequence token before stopping" },
+	{ OPT_LOGPROBS, "logprobs", "K", "with --logprobs-file: for each token, its\n"
+	  "log-probability under the model (softmax of the\n"
+	  "raw logits) and the K most probable tokens';\n"
+	  "how many the chain kept, and the K most\n"
+	  "probable of those with their probabilities\n"
+	  "after it (\"after\")" },
+	{ OPT_LOGPROBS_FILE, "logprobs-file", "F", "where those JSON lines go (stdout stays ids)" },
+	{ 'v', "verbose", NULL, "parameters, seed, stop reason, tokens, time to\n"
+	  "first token and tokens/s on stderr" },
+	{ 0 },
+};
+
+static const struct cli_spec spec = {
+	.prog = "sample",
+	.usage = "sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min-p P] "
+		 "[--repeat-penalty R] [--seed S] [-n N] [--ignore-eos] [--emit-eos] "
+		 "[--logprobs K --logprobs-file FILE] [-v] < logits",
+	.about = "Draws the next token for each frame of a logits stream (from forward) and\n"
+		 "writes its id to stdout, one per line, and back to forward through the\n"
+		 "feedback FIFO named in the stream header. Defaults come from the model's\n"
+		 "generation_config.json, carried in the stream header.\n",
+	.opts = opts,
+	.notes = "The order is transformers': repetition penalty, temperature, top-k,\n"
+		 "top-p, min-p, then one draw from what is left.\n",
+};
 
 /* Flags; NAN or -1 means "the stream header's value". */
 static double opt_temperature = NAN;  /* --temperature */
@@ -101,51 +105,25 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-enum { OPT_IGNORE_EOS = 256, OPT_EMIT_EOS, OPT_LOGPROBS, OPT_LOGPROBS_FILE };
-
 static void parse_args(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "greedy", no_argument, NULL, 'g' },
-		{ "temperature", required_argument, NULL, 't' },
-		{ "top-k", required_argument, NULL, 'k' },
-		{ "top-p", required_argument, NULL, 'p' },
-		{ "min-p", required_argument, NULL, 'm' },
-		{ "repeat-penalty", required_argument, NULL, 'r' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "max-tokens", required_argument, NULL, 'n' },
-		{ "ignore-eos", no_argument, NULL, OPT_IGNORE_EOS },
-		{ "emit-eos", no_argument, NULL, OPT_EMIT_EOS },
-		{ "logprobs", required_argument, NULL, OPT_LOGPROBS },
-		{ "logprobs-file", required_argument, NULL, OPT_LOGPROBS_FILE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	opterr = 0;
+	const char *v;
 	int c;
-	while ((c = getopt_long(argc, argv, ":gt:k:p:m:r:s:n:vh", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'g': opt_temperature = 0; break;
-		case 't': opt_temperature = flag_double("--temperature", optarg, 0, 100); break;
-		case 'k': opt_top_k = flag_long("--top-k", optarg, 0, INT32_MAX); break;
-		case 'p': opt_top_p = flag_double("--top-p", optarg, 0, 1); break;
-		case 'm': opt_min_p = flag_double("--min-p", optarg, 0, 1); break;
-		case 'r': opt_penalty = flag_double("--repeat-penalty", optarg, 0.001, 1000); break;
-		case 's': opt_seed = flag_long("--seed", optarg, 0, LONG_MAX); break;
-		case 'n': max_tokens = flag_long("--max-tokens", optarg, 0, LONG_MAX); break;
+		case OPT_GREEDY: opt_temperature = 0; break;
+		case OPT_TEMP: opt_temperature = flag_double("--temperature", v, 0, 100); break;
+		case 'k': opt_top_k = flag_long("--top-k", v, 0, INT32_MAX); break;
+		case OPT_TOP_P: opt_top_p = flag_double("--top-p", v, 0, 1); break;
+		case OPT_MIN_P: opt_min_p = flag_double("--min-p", v, 0, 1); break;
+		case OPT_PENALTY: opt_penalty = flag_double("--repeat-penalty", v, 0.001, 1000); break;
+		case 's': opt_seed = flag_long("--seed", v, 0, LONG_MAX); break;
+		case 'n': max_tokens = flag_long("--tokens", v, 0, LONG_MAX); break;
 		case OPT_IGNORE_EOS: ignore_eos = 1; break;
 		case OPT_EMIT_EOS: emit_eos = 1; break;
-		case OPT_LOGPROBS: logprobs_k = flag_long("--logprobs", optarg, 0, 100); break;
-		case OPT_LOGPROBS_FILE: logprobs_path = optarg; break;
+		case OPT_LOGPROBS: logprobs_k = flag_long("--logprobs", v, 0, 100); break;
+		case OPT_LOGPROBS_FILE: logprobs_path = v; break;
 		case 'v': verbose = 1; break;
-		case 'h': fputs("usage: ", stdout); puts(usage); fputs("\n", stdout);
-			  fputs(help, stdout); cli_exit(EXIT_OK);
-		case ':': die_usage("%s: missing value", argv[optind - 1]);
-		default:
-			if (optopt)
-				die_usage("unknown option '-%c'", optopt);
-			die_usage("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
@@ -280,7 +258,7 @@ static int is_eos(const struct stream_header *h, int id)
 int main(int argc, char **argv)
 {
 	double t_start = now();
-	cli_init("sample", usage);
+	cli_init(&spec);
 	parse_args(argc, argv);
 	if (isatty(STDIN_FILENO))
 		die_usage("%s is a terminal: expected a logits stream (forward MODEL | sample)",

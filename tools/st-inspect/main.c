@@ -17,37 +17,41 @@
 #include "source.h"
 
 #include <cJSON.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-static const char usage[] =
-	"st-inspect [--json] [--list] [--config CONFIG] [--tensor NAME | --check] "
-	"FILE|MODEL_DIR, or st-inspect [--json] --manifest CONFIG|MODEL_DIR";
+enum { OPT_CONFIG = CLI_LONG, OPT_LIST, OPT_TENSOR, OPT_CHECK, OPT_MANIFEST };
 
-static const char help[] =
-	"Inspects a .safetensors model file without reading its tensor data.\n"
-	"\n"
-	"  FILE|MODEL_DIR       a .safetensors file, or a directory holding\n"
-	"                       model.safetensors (and config.json), or a\n"
-	"                       quantized container (.q8, .q4; its config is\n"
-	"                       embedded), or a GGUF file (llama.cpp's; a qwen2\n"
-	"                       one is diffed against the config of its keys)\n"
-	"  -c, --config CONFIG  diff the file against this config.json (default:\n"
-	"                       the config.json beside the file, when there is one)\n"
-	"  -l, --list           also list every tensor: name, dtype, shape, offset\n"
-	"  -t, --tensor NAME    print one tensor's shape, dtype, offset and\n"
-	"                       statistics (min, max, mean, mean |x|, NaN, Inf)\n"
-	"  -k, --check          scan every tensor for NaN and Inf values\n"
-	"  -m, --manifest CONFIG  print the tensors CONFIG implies; no weights\n"
-	"  -j, --json           the same as one JSON object on stdout\n"
-	"  -h, --help           this text\n"
-	"\n"
-	"Exit status: 0 fine; 1 bad input, or --check found NaN/Inf; 2 usage;\n"
-	"3 the file does not match its config (the differences are listed).\n";
+static const struct cli_opt opts[] = {
+	{ 0, "FILE|MODEL_DIR", NULL, "a .safetensors file, or a directory holding\n"
+	  "model.safetensors (and config.json), or a\n"
+	  "quantized container (.q8, .q4; its config is\n"
+	  "embedded), or a GGUF file (llama.cpp's; a qwen2\n"
+	  "one is diffed against the config of its keys)" },
+	{ OPT_CONFIG, "config", "CONFIG", "diff the file against this config.json (default:\n"
+	  "the config.json beside the file, when there is one)" },
+	{ OPT_LIST, "list", NULL, "also list every tensor: name, dtype, shape, offset" },
+	{ OPT_TENSOR, "tensor", "NAME", "print one tensor's shape, dtype, offset and\n"
+	  "statistics (min, max, mean, mean |x|, NaN, Inf)" },
+	{ OPT_CHECK, "check", NULL, "scan every tensor for NaN and Inf values" },
+	{ OPT_MANIFEST, "manifest", "CONFIG", "print the tensors CONFIG implies; no weights" },
+	{ 'j', "json", NULL, "the same as one JSON object on stdout" },
+	{ 0 },
+};
+
+static const struct cli_spec spec = {
+	.prog = "st-inspect",
+	.usage = "st-inspect [--json] [--list] [--config CONFIG] [--tensor NAME | --check] "
+		 "FILE|MODEL_DIR\n"
+		 "st-inspect [--json] --manifest CONFIG|MODEL_DIR",
+	.about = "Inspects a .safetensors model file without reading its tensor data.\n",
+	.opts = opts,
+	.notes = "Exit status: 0 fine; 1 bad input, or --check found NaN/Inf; 2 usage;\n"
+		 "3 the file does not match its config (the differences are listed).\n",
+};
 
 static bool json_out;  /* --json: one JSON object instead of text */
 
@@ -521,7 +525,7 @@ static int cmd_check(const struct source *s)
 
 int main(int argc, char **argv)
 {
-	cli_init("st-inspect", usage);
+	cli_init(&spec);
 
 	const char *config = NULL;    /* --config: NULL = the one beside the file */
 	const char *tensor = NULL;    /* --tensor NAME */
@@ -529,33 +533,16 @@ int main(int argc, char **argv)
 	bool check = false;           /* --check */
 	bool list = false;            /* --list */
 
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "list", no_argument, NULL, 'l' },
-		{ "tensor", required_argument, NULL, 't' },
-		{ "check", no_argument, NULL, 'k' },
-		{ "manifest", required_argument, NULL, 'm' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	opterr = 0;
+	const char *v;
 	int ch;
-	while ((ch = getopt_long(argc, argv, ":c:lt:km:jh", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(argc, argv, &v)) != -1) {
 		switch (ch) {
-		case 'c': config = optarg; break;
-		case 'l': list = true; break;
-		case 't': tensor = optarg; break;
-		case 'k': check = true; break;
-		case 'm': manifest = optarg; break;
+		case OPT_CONFIG: config = v; break;
+		case OPT_LIST: list = true; break;
+		case OPT_TENSOR: tensor = v; break;
+		case OPT_CHECK: check = true; break;
+		case OPT_MANIFEST: manifest = v; break;
 		case 'j': json_out = true; break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			cli_exit(EXIT_OK);
-		case ':':
-			die_usage("%s: needs a value", argv[optind - 1]);
-		default:
-			die_usage("%s: unknown option", argv[optind - 1]);
 		}
 	}
 	int modes = !!tensor + check + !!manifest;

@@ -23,12 +23,39 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char USAGE[] =
-	"tok encode [--no-special] [--pieces|--count|--json] [FILE...]\n"
-	"       tok decode [--skip-special] [FILE...]\n"
-	"       tok chat [--system TEXT] [--user TEXT] [--no-generation-prompt]\n"
-	"                [--text|--pieces|--count|--json]\n"
-	"       (each takes --tokenizer PATH; default $QWENPIPE_TOKENIZER, else the bundled Qwen2.5 one)";
+enum { OPT_TOKENIZER = CLI_LONG, OPT_NO_SPECIAL, OPT_SKIP_SPECIAL, OPT_PIECES,
+       OPT_COUNT, OPT_JSON, OPT_TEXT, OPT_SYSTEM, OPT_USER, OPT_NO_GEN_PROMPT };
+
+static const struct cli_opt opts[] = {
+	{ 0, "FILE", NULL, "encode, decode: the input ('-' or none: stdin)" },
+	{ OPT_TOKENIZER, "tokenizer", "PATH", "a tokenizer.json or a model directory (default:\n"
+	  "$QWENPIPE_TOKENIZER, else the bundled Qwen2.5 one)" },
+	{ OPT_NO_SPECIAL, "no-special", NULL, "encode: special tokens in the text are plain text" },
+	{ OPT_SKIP_SPECIAL, "skip-special", NULL, "decode: leave special tokens out of the text" },
+	{ OPT_PIECES, "pieces", NULL, "encode, chat: each token as id and its text" },
+	{ OPT_COUNT, "count", NULL, "encode, chat: only the number of tokens" },
+	{ OPT_JSON, "json", NULL, "encode, chat: the ids as one JSON array" },
+	{ OPT_TEXT, "text", NULL, "chat: the rendered template as text, not ids" },
+	{ OPT_SYSTEM, "system", "TEXT", "chat: the system message" },
+	{ OPT_USER, "user", "TEXT", "chat: one user message (instead of JSON on stdin)" },
+	{ OPT_NO_GEN_PROMPT, "no-generation-prompt", NULL,
+	  "chat: end after the last message, without the\n"
+	  "assistant turn's opening" },
+	{ 0 },
+};
+
+static const struct cli_spec spec = {
+	.prog = "tok",
+	.usage = "tok encode [--no-special] [--pieces|--count|--json] [FILE...]\n"
+		 "tok decode [--skip-special] [FILE...]\n"
+		 "tok chat [--system TEXT] [--user TEXT] [--no-generation-prompt] "
+		 "[--text|--pieces|--count|--json]",
+	.about = "Text to Qwen2.5 token ids and back (encode: one id per line; decode:\n"
+		 "ids separated by any whitespace, text streamed), and chat rendering\n"
+		 "(messages as JSON on stdin, or --system/--user, to ids). Each command\n"
+		 "takes --tokenizer PATH.\n",
+	.opts = opts,
+};
 
 #define ENV_TOKENIZER "QWENPIPE_TOKENIZER"
 #define BUNDLED "qwen2.5-0.5b-instruct/tokenizer.json"
@@ -349,10 +376,11 @@ static void set_out(struct opts *o, enum out_mode m, const char *flag)
 int main(int argc, char **argv)
 {
 	struct opts o = { .generation_prompt = 1, .out = OUT_IDS };
-	cli_init("tok", USAGE);
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: %s\n", USAGE);
-		return EXIT_OK;
+	const char *v;
+	cli_init(&spec);
+	if (argc >= 2 && argv[1][0] == '-') {
+		cli_getopt(argc, argv, &v);  /* exits for --help, --version, --options */
+		die_usage("missing command (encode, decode or chat) before '%s'", argv[1]);
 	}
 	if (argc < 2)
 		die_usage("missing command (encode, decode or chat)");
@@ -361,46 +389,38 @@ int main(int argc, char **argv)
 	int chat = !strcmp(o.cmd, "chat");
 	if (!enc && !dec && !chat)
 		die_usage("unknown command '%s' (encode, decode or chat)", o.cmd);
-	o.files = calloc((size_t)argc, sizeof *o.files);
-	int only_files = 0;
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i];
-		/* a flag that takes a value: its value, or a usage error */
-#define VALUE() (i + 1 < argc ? argv[++i] : (die_usage("%s: needs a value", a), ""))
-		if (only_files || a[0] != '-' || !strcmp(a, "-"))
-			o.files[o.n_files++] = argv[i];
-		else if (!strcmp(a, "--"))
-			only_files = 1;
-		else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			printf("usage: %s\n", USAGE);
-			return EXIT_OK;
-		} else if (!strcmp(a, "--tokenizer"))
-			o.tokenizer = VALUE();
-		else if (!strcmp(a, "--no-special") && enc)
-			o.flags |= TOK_NO_SPECIAL;
-		else if (!strcmp(a, "--skip-special") && dec)
-			o.skip_special = 1;
-		else if (!strcmp(a, "--pieces") && !dec)
-			set_out(&o, OUT_PIECES, a);
-		else if (!strcmp(a, "--count") && !dec)
-			set_out(&o, OUT_COUNT, a);
-		else if (!strcmp(a, "--json") && !dec)
-			set_out(&o, OUT_JSON, a);
-		else if (!strcmp(a, "--text") && chat)
-			set_out(&o, OUT_TEXT, a);
-		else if (!strcmp(a, "--system") && chat)
-			o.system = VALUE();
-		else if (!strcmp(a, "--user") && chat)
-			o.user = VALUE();
-		else if (!strcmp(a, "--no-generation-prompt") && chat)
-			o.generation_prompt = 0;
-		else
-			die_usage("%s: unknown option for tok %s", a, o.cmd);
-#undef VALUE
+	/* The flags after the command: argv + 1 puts the command where getopt
+	 * expects the program's name. */
+	enum { E = 1, D = 2, C = 4 };  /* the commands a flag is for */
+	int cmd = enc ? E : dec ? D : C, c;
+	while ((c = cli_getopt(argc - 1, argv + 1, &v)) != -1) {
+		const struct cli_opt *f = opts;
+		while (f->id != c)
+			f++;
+		int scope = c == OPT_TOKENIZER ? E | D | C
+			: c == OPT_NO_SPECIAL ? E
+			: c == OPT_SKIP_SPECIAL ? D
+			: c == OPT_PIECES || c == OPT_COUNT || c == OPT_JSON ? E | C
+			: C;
+		if (!(scope & cmd))
+			die_usage("--%s: unknown option for tok %s", f->names, o.cmd);
+		switch (c) {
+		case OPT_TOKENIZER: o.tokenizer = v; break;
+		case OPT_NO_SPECIAL: o.flags |= TOK_NO_SPECIAL; break;
+		case OPT_SKIP_SPECIAL: o.skip_special = 1; break;
+		case OPT_PIECES: set_out(&o, OUT_PIECES, "--pieces"); break;
+		case OPT_COUNT: set_out(&o, OUT_COUNT, "--count"); break;
+		case OPT_JSON: set_out(&o, OUT_JSON, "--json"); break;
+		case OPT_TEXT: set_out(&o, OUT_TEXT, "--text"); break;
+		case OPT_SYSTEM: o.system = v; break;
+		case OPT_USER: o.user = v; break;
+		case OPT_NO_GEN_PROMPT: o.generation_prompt = 0; break;
+		}
 	}
+	o.files = argv + 1 + optind;
+	o.n_files = argc - 1 - optind;
 	if (chat && o.n_files)
 		die_usage("%s: tok chat takes no files (messages come on stdin)", o.files[0]);
 	int rc = enc ? cmd_encode(&o) : dec ? cmd_decode(&o) : cmd_chat(&o);
-	free(o.files);
 	cli_exit(rc);
 }

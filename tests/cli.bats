@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# The command-line convention every tool and script shares (lib/cli/cli.h,
+# scripts/common.bash): --help and --version in one shape, and a short flag
+# that means one thing in every tool that has it.
+
+bats_require_minimum_version 1.5.0
+load test_helper
+
+setup() {
+	load_assert
+}
+
+TOOLS=(bench forward ppl quantize sample st-inspect tok)
+SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-check viz)
+
+@test "--version: 'NAME (qwenpipe) VERSION' from the VERSION file, for every tool and script" {
+	local v
+	v=$(cat "$ROOT/VERSION")
+	for t in "${TOOLS[@]}"; do
+		run -0 "$t" --version
+		assert_output "$t (qwenpipe) $v"
+	done
+	for s in "${SCRIPTS[@]}"; do
+		run -0 "$ROOT/scripts/$s" --version
+		assert_output "$s (qwenpipe) $v"
+	done
+}
+
+@test "--help and -h: usage line, blank line, description, options, on stdout" {
+	for t in "${TOOLS[@]}"; do
+		run -0 --separate-stderr "$t" --help
+		[ -z "$stderr" ]
+		[[ ${lines[0]} == "usage: $t "* ]] || { echo "$t: ${lines[0]}"; false; }
+		# bats drops empty lines from $lines: the blank line is in $output
+		[[ $output == "usage: "*$'\n\n'[A-Z]* ]] || { echo "$t: no blank line then description"; false; }
+		assert_line "Options:"
+		assert_line --regexp '^  -h, --help +this text$'
+		assert_line --regexp '^      --version +the version$'
+		assert_line --regexp '^      --options +'
+		local long=$output
+		run -0 "$t" -h
+		assert_equal "$output" "$long"
+	done
+	for s in "${SCRIPTS[@]}"; do
+		run -0 "$ROOT/scripts/$s" --help
+		[[ ${lines[0]} == "usage: "*"$s"* ]] || { echo "$s: ${lines[0]}"; false; }
+		[[ $output == "usage: "*$'\n\n'[A-Za-z]* ]] || { echo "$s: no blank line then description"; false; }
+	done
+}
+
+@test "--options: one line per flag, long name, value or switch, other spellings" {
+	for t in "${TOOLS[@]}"; do
+		run -0 "$t" --options
+		assert_line "$(printf -- '--help\tswitch\t-h')"
+		assert_line "$(printf -- '--version\tswitch\t-')"
+		run -0 awk -F'\t' 'NF != 3 || $1 !~ /^--[a-z0-9-]+$/ || ($2 != "value" && $2 != "switch") ||
+			$3 !~ /^(-|(-[a-zA-Z]|--[a-z0-9-]+)( (-[a-zA-Z]|--[a-z0-9-]+))*)$/' <("$t" --options)
+		assert_output ""
+	done
+}
+
+@test "a short flag means the same in every tool that has it, and follows llama.cpp's" {
+	declare -A meaning where
+	for t in "${TOOLS[@]}"; do
+		while IFS=$'\t' read -r long kind others; do
+			for o in $others; do
+				[[ $o == -? ]] || continue
+				if [ -n "${meaning[$o]-}" ] && [ "${meaning[$o]}" != "$long $kind" ]; then
+					echo "$o: $t has $long $kind, ${where[$o]} has ${meaning[$o]}"
+					false
+				fi
+				meaning[$o]="$long $kind" where[$o]=$t
+			done
+		done < <("$t" --options)
+	done
+	# llama.cpp's: -t threads, -c context, -n tokens to generate, -s seed
+	[ "${meaning[-t]}" = "--threads value" ]
+	[ "${meaning[-c]}" = "--ctx value" ]
+	[ "${meaning[-n]}" = "--tokens value" ]
+	[ "${meaning[-s]}" = "--seed value" ]
+}
+
+@test "llama.cpp's long spellings are aliases" {
+	run -0 sample --options
+	assert_line "$(printf -- '--temperature\tvalue\t--temp')"
+	assert_line "$(printf -- '--tokens\tvalue\t-n --max-tokens --n-predict --predict')"
+	run -0 forward --options
+	assert_line "$(printf -- '--ctx\tvalue\t-c --ctx-size')"
+	assert_line "$(printf -- '--threads\tvalue\t-t')"
+	# an alias is the same flag: its errors name it as the flag
+	run -2 sample --temp 200 </dev/null
+	assert_line --index 0 "sample: --temperature: 200 is out of range [0, 100]"
+}
+
+@test "flag errors: unknown, missing value, value given to a switch" {
+	run -2 --separate-stderr forward --frob
+	assert_equal "${stderr_lines[0]}" "forward: unknown option '--frob'"
+	run -2 --separate-stderr forward -q
+	assert_equal "${stderr_lines[0]}" "forward: unknown option '-q'"
+	run -2 --separate-stderr forward "$TINY" -t
+	assert_equal "${stderr_lines[0]}" "forward: -t: needs a value"
+	run -2 --separate-stderr sample --greedy=1
+	assert_equal "${stderr_lines[0]}" "sample: --greedy: takes no value"
+	[[ ${stderr_lines[1]} == "usage: sample "* ]]
+}
