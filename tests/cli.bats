@@ -103,3 +103,24 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 	assert_equal "${stderr_lines[0]}" "sample: --greedy: takes no value"
 	[[ ${stderr_lines[1]} == "usage: sample "* ]]
 }
+
+@test "docs/tools.md quotes each tool's --help word for word" {
+	# every ```text block that opens with a usage line: one file per block
+	local dir=$BATS_TEST_TMPDIR/blocks n=0
+	mkdir -p "$dir"
+	awk -v dir="$dir" '
+		/^```text$/ { open = 1; next }
+		open == 1 && /^usage: / { f = sprintf("%s/%03d", dir, ++n); open = 2 }
+		open == 1 { open = 0 }
+		open == 2 && /^```$/ { close(f); open = 0; next }
+		open == 2 { print > f }' "$ROOT/docs/tools.md"
+	for f in "$dir"/*; do
+		local name
+		name=$(sed -n '1s|^usage: \(scripts/\)\{0,1\}\([a-z-]*\).*|\2|p' "$f")
+		local exe=$BIN/$name
+		[ -x "$exe" ] || exe=$ROOT/scripts/$name
+		run -0 diff -u "$f" <("$exe" --help)
+		n=$((n + 1))
+	done
+	[ "$n" -ge 7 ]  # the seven tools at least
+}
