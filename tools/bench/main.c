@@ -17,10 +17,19 @@
  * and the resident memory it adds are measured once, and an OpenBLAS sgemm
  * prefill on the same float32 shapes is the reference for prefill.
  *
+ * With --llama-bench PATH --gguf FILE..., an external llama.cpp llama-bench
+ * runs inside the same repetitions (bench/harness/llama.h): in each
+ * repetition our contenders, then llama-bench once on every GGUF file
+ * (one repetition of its own). The n-th --gguf file is the n-th MODEL's
+ * counterpart (--synthetic's three models first); each of our contenders
+ * is paired with its model's file, repetition by repetition: the ratio of
+ * tokens/s in each, and in how many ours was faster.
+ *
  * The report goes to stdout (-o); the same figures, one JSON object per
  * line, are appended to bench/results.jsonl (--record), never rewritten.
  */
 #include "harness/benchrun.h"
+#include "harness/llama.h"
 #include "cli/cli.h"
 #include "core/cpu.h"
 #include "model/forward.h"
@@ -39,7 +48,7 @@
 #include <unistd.h>
 
 enum { OPT_ACT8 = CLI_LONG, OPT_SYNTH, OPT_CONFIG, OPT_MEMBW,
-       OPT_MEMBW_MIB, OPT_NO_SGEMM, OPT_RECORD, OPT_NO_RECORD };
+       OPT_MEMBW_MIB, OPT_NO_SGEMM, OPT_RECORD, OPT_NO_RECORD, OPT_LLAMA, OPT_GGUF };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory, a .safetensors file or a .q8/.q4\n"
@@ -67,6 +76,12 @@ static const struct cli_opt opts[] = {
 	{ OPT_MEMBW_MIB, "membw-mib", "N", "bandwidth buffer size (default 1024; larger than\n"
 	  "the caches)" },
 	{ OPT_NO_SGEMM, "no-sgemm", NULL, "skip the OpenBLAS float32 prefill reference" },
+	{ OPT_LLAMA, "llama-bench", "PATH", "also run this llama.cpp llama-bench in every\n"
+	  "repetition (-r 1 -mmp 0 -o jsonl), on the --gguf\n"
+	  "files, and compare each pair repetition by\n"
+	  "repetition" },
+	{ OPT_GGUF, "gguf", "FILE", "the counterpart of the next MODEL (in order,\n"
+	  "--synthetic's three first), once per MODEL" },
 	{ OPT_RECORD, "record", "FILE", "append JSON lines to FILE (default\n"
 	  "bench/results.jsonl when ./bench/ exists)" },
 	{ OPT_NO_RECORD, "no-record", NULL, "append nothing" },
@@ -77,7 +92,7 @@ static const struct cli_spec spec = {
 	.prog = "bench",
 	.usage = "bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
 		 "[--weights LIST] [--int8-activations] [--synthetic] [--membw] "
-		 "[--record FILE | --no-record]",
+		 "[--llama-bench PATH --gguf FILE...] [--record FILE | --no-record]",
 	.about = "Measures prefill, time to first token, decode and the sampler on each\n"
 		 "MODEL against the memory bandwidth measured in the same run.\n",
 	.opts = opts,
@@ -189,6 +204,7 @@ static cJSON *record(const char *kind, const struct bench_machine *mc, double lo
 
 struct contender {
 	struct bench_contender b;
+	int path;                     /* which model path: its --gguf counterpart */
 	const char *label;            /* "synthetic" or the file's name */
 	struct spread kernel_gbs;     /* its matmul kernel's ceiling, one thread */
 	char name[128];               /* label, precision (and weights mode) */
@@ -236,6 +252,9 @@ struct opts {
 	const char *config;
 	size_t membw_bytes;
 	const char *record;
+	const char *llama;                  /* --llama-bench */
+	const char *gguf[MAX_CONTENDERS];   /* --gguf, one per model path */
+	int n_gguf;
 };
 
 /* Resident memory and the warm-up: each model alone, one thread. */
@@ -289,21 +308,35 @@ static void fmt_spread(char *b, size_t cap, struct spread s, int prec)
 	snprintf(b, cap, "%.*f [%.*f, %.*f]", prec, s.median, prec, s.min, prec, s.max);
 }
 
-static cJSON *model_record(const struct contender *c, const struct contender *first,
-			  int t, const struct opts *o, const struct membw *bw,
-			  const struct bench_machine *mc, double load)
+/* What every contender's record at thread index t was run with. */
+static void add_sizes(cJSON *j, const struct opts *o, int t)
 {
-	int R = o->reps;
-	cJSON *j = record("model", mc, load);
+	cJSON_AddNumberToObject(j, "threads", o->threads[t]);
+	cJSON_AddNumberToObject(j, "prompt", o->prompt);
+	cJSON_AddNumberToObject(j, "tokens", o->tokens);
+	cJSON_AddNumberToObject(j, "reps", o->reps);
+}
+
+/* A record of contender c at thread index t: which model, how it ran. */
+static cJSON *contender_record(const char *kind, const struct contender *c, int t,
+			       const struct opts *o, const struct bench_machine *mc, double load)
+{
+	cJSON *j = record(kind, mc, load);
 	cJSON_AddStringToObject(j, "model", c->b.path);
 	cJSON_AddStringToObject(j, "name", c->name);
 	cJSON_AddStringToObject(j, "precision", c->b.precision);
 	cJSON_AddStringToObject(j, "weights", c->b.weights);
 	cJSON_AddBoolToObject(j, "int8_activations", c->b.act8);
-	cJSON_AddNumberToObject(j, "threads", o->threads[t]);
-	cJSON_AddNumberToObject(j, "prompt", o->prompt);
-	cJSON_AddNumberToObject(j, "tokens", o->tokens);
-	cJSON_AddNumberToObject(j, "reps", R);
+	add_sizes(j, o, t);
+	return j;
+}
+
+static cJSON *model_record(const struct contender *c, const struct contender *first,
+			  int t, const struct opts *o, const struct membw *bw,
+			  const struct bench_machine *mc, double load)
+{
+	int R = o->reps;
+	cJSON *j = contender_record("model", c, t, o, mc, load);
 	cJSON_AddNumberToObject(j, "bytes_per_token", (double)c->b.bytes_per_token);
 	add_num(j, "open_s", c->b.open_s);
 	add_num(j, "rss_mib", c->b.rss_mib);
@@ -337,6 +370,89 @@ static cJSON *model_record(const struct contender *c, const struct contender *fi
 		cJSON_AddNumberToObject(j, "prefill_wins", pwins);
 		add_spread(j, "decode_speedup", spread_of(ratio, R));
 	}
+	return j;
+}
+
+/* ---- against llama-bench ---- */
+
+static void add_array(cJSON *o, const char *k, const double *v, int n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, k);
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(sig4(v[i])));
+}
+
+/* K_reps, the values of the n repetitions in their order, and K, their
+ * spread. */
+static void add_reps(cJSON *o, const char *k, const double *v, int n)
+{
+	char key[64];
+	snprintf(key, sizeof key, "%s_reps", k);
+	add_array(o, key, v, n);
+	double sorted[n];
+	memcpy(sorted, v, sizeof sorted);
+	add_spread(o, k, spread_of(sorted, n));
+}
+
+/* llama-bench's result for GGUF file g in repetition r at thread index t. */
+static struct llama_result *llama_at(struct llama_result *lr, const struct opts *o, int t,
+				     int r, int g)
+{
+	return &lr[((size_t)t * o->reps + r) * o->n_gguf + g];
+}
+
+/* "bench":"llama": GGUF file g at thread index t, tokens/s per repetition. */
+static cJSON *llama_record(int g, int t, const struct opts *o, struct llama_result *lr,
+			   const struct bench_machine *mc, double load)
+{
+	int R = o->reps;
+	double pf[R], dc[R];
+	for (int r = 0; r < R; r++) {
+		pf[r] = llama_at(lr, o, t, r, g)->prefill_tok_s;
+		dc[r] = llama_at(lr, o, t, r, g)->decode_tok_s;
+	}
+	cJSON *j = record("llama", mc, load);
+	cJSON_AddStringToObject(j, "model", o->gguf[g]);
+	cJSON_AddStringToObject(j, "model_type", llama_at(lr, o, t, 0, g)->model_type);
+	cJSON_AddStringToObject(j, "llama_bench", o->llama);
+	cJSON_AddStringToObject(j, "build", llama_at(lr, o, t, 0, g)->build);
+	add_sizes(j, o, t);
+	add_reps(j, "prefill_tok_s", pf, R);
+	add_reps(j, "decode_tok_s", dc, R);
+	return j;
+}
+
+/* "bench":"vs_llama": contender c against its model's GGUF file at thread
+ * index t, repetition by repetition: ours / llama.cpp's tokens/s, and in
+ * how many repetitions ours was faster. */
+static cJSON *vs_llama_record(const struct contender *c, int t, const struct opts *o,
+			      struct llama_result *lr, const struct bench_machine *mc,
+			      double load)
+{
+	int R = o->reps, g = c->path, pwins = 0, dwins = 0;
+	double op[R], od[R], lp[R], ld[R], rp[R], rd[R];
+	for (int r = 0; r < R; r++) {
+		const struct bench_rep *b = &c->reps[t * R + r];
+		op[r] = o->prompt / b->prefill_s;
+		od[r] = 1 / b->decode_s;
+		lp[r] = llama_at(lr, o, t, r, g)->prefill_tok_s;
+		ld[r] = llama_at(lr, o, t, r, g)->decode_tok_s;
+		rp[r] = op[r] / lp[r];
+		rd[r] = od[r] / ld[r];
+		pwins += op[r] > lp[r];
+		dwins += od[r] > ld[r];
+	}
+	cJSON *j = contender_record("vs_llama", c, t, o, mc, load);
+	cJSON_AddStringToObject(j, "gguf", o->gguf[g]);
+	cJSON_AddStringToObject(j, "gguf_type", llama_at(lr, o, t, 0, g)->model_type);
+	add_reps(j, "ours_prefill_tok_s", op, R);
+	add_reps(j, "llama_prefill_tok_s", lp, R);
+	add_reps(j, "prefill_ratio", rp, R);
+	cJSON_AddNumberToObject(j, "prefill_wins", pwins);
+	add_reps(j, "ours_decode_tok_s", od, R);
+	add_reps(j, "llama_decode_tok_s", ld, R);
+	add_reps(j, "decode_ratio", rd, R);
+	cJSON_AddNumberToObject(j, "decode_wins", dwins);
 	return j;
 }
 
@@ -378,6 +494,8 @@ static void report_md(cJSON **recs, int n)
 			       num(j, "bytes") / (1 << 20), get_spread(j, "gbs").median);
 			continue;
 		}
+		if (strcmp(kind, "model") && strcmp(kind, "sgemm"))
+			continue;
 		if (!header++)
 			printf("\n| model | threads | prefill tok/s | TTFT ms | decode ms/token | "
 			       "decode tok/s | of limit [of kernel bound] | vs first (wins) | open s | RSS MiB | "
@@ -401,6 +519,35 @@ static void report_md(cJSON **recs, int n)
 		printf("| %s | %d | %s | %s | %s | %s | %s | %s | %.2f | %.0f | %.1f |\n",
 		       str(j, "name"), (int)num(j, "threads"), pf, tt, dm, dt, fr, vs,
 		       num(j, "open_s"), num(j, "rss_mib"), get_spread(j, "sampler_us").median);
+	}
+}
+
+/* The vs_llama records as one table: median tokens/s of each engine, the
+ * median of the per-repetition ratios, and ours' wins. */
+static void report_md_llama(cJSON **recs, int n, const struct opts *o)
+{
+	int header = 0;
+	for (int i = 0; i < n; i++) {
+		const cJSON *j = recs[i];
+		if (strcmp(str(j, "bench"), "vs_llama"))
+			continue;
+		if (!header++)
+			printf("\nagainst llama.cpp (%s, -mmp 0), in the same repetitions: median "
+			       "tokens/s, the median of the per-repetition ratios ours / "
+			       "llama.cpp, and in how many of the %d ours was faster\n\n"
+			       "| ours | llama.cpp | threads | prefill tok/s ours / llama.cpp | "
+			       "ratio (wins) | decode tok/s ours / llama.cpp | ratio (wins) |\n"
+			       "|---|---|--:|--:|--:|--:|--:|\n", o->llama, o->reps);
+		printf("| %s | %s (%s) | %d | %.1f / %.1f | %.2fx (%d/%d) | %.1f / %.1f | "
+		       "%.2fx (%d/%d) |\n", str(j, "name"), base_name(str(j, "gguf")),
+		       str(j, "gguf_type"), (int)num(j, "threads"),
+		       get_spread(j, "ours_prefill_tok_s").median,
+		       get_spread(j, "llama_prefill_tok_s").median,
+		       get_spread(j, "prefill_ratio").median, (int)num(j, "prefill_wins"),
+		       (int)num(j, "reps"), get_spread(j, "ours_decode_tok_s").median,
+		       get_spread(j, "llama_decode_tok_s").median,
+		       get_spread(j, "decode_ratio").median, (int)num(j, "decode_wins"),
+		       (int)num(j, "reps"));
 	}
 }
 
@@ -488,6 +635,12 @@ int main(int argc, char **argv)
 		case OPT_NO_SGEMM: o.sgemm = 0; break;
 		case OPT_RECORD: o.record = v; break;
 		case OPT_NO_RECORD: no_record = 1; break;
+		case OPT_LLAMA: o.llama = v; break;
+		case OPT_GGUF:
+			if (o.n_gguf == MAX_CONTENDERS)
+				die_usage("--gguf: more than %d files", MAX_CONTENDERS);
+			o.gguf[o.n_gguf++] = v;
+			break;
 		}
 	}
 	int n_models = argc - optind;
@@ -497,6 +650,17 @@ int main(int argc, char **argv)
 		die_usage("missing MODEL (or --synthetic, --membw)");
 	if (no_record && o.record)
 		die_usage("--record and --no-record");
+	if (o.llama && o.n_gguf == 0)
+		die_usage("--llama-bench: needs the models' GGUF files (--gguf FILE, one per MODEL)");
+	if (o.n_gguf && !o.llama)
+		die_usage("--gguf: needs --llama-bench PATH");
+	if (o.llama && o.membw_only)
+		die_usage("--membw: measures bandwidth only, without --llama-bench");
+	if (o.llama && access(o.llama, X_OK) != 0)
+		die("--llama-bench: %s: %m", o.llama);
+	for (int g = 0; g < o.n_gguf; g++)
+		if (access(o.gguf[g], R_OK) != 0)
+			die("--gguf: %s: %m", o.gguf[g]);
 	if (o.n_threads == 0) {
 		o.threads[o.n_threads++] = 1;
 		if (cpu_cores() > 1)
@@ -535,6 +699,10 @@ int main(int argc, char **argv)
 			die_usage("more than %d models", MAX_CONTENDERS);
 		paths[np] = argv[i], labels[np++] = NULL;
 	}
+	if (o.llama && o.n_gguf != np)
+		die_usage("--gguf: %d file%s for %d model%s (one per MODEL, in order; "
+			  "--synthetic's three first)", o.n_gguf, o.n_gguf == 1 ? "" : "s", np,
+			  np == 1 ? "" : "s");
 	struct contender *cs = calloc((size_t)np * W_N * 2 + 1, sizeof *cs);
 	if (!cs)
 		die("out of memory");
@@ -552,6 +720,7 @@ int main(int argc, char **argv)
 			 * activations. */
 			for (int a8 = 0; a8 <= (o.act8 && container); a8++) {
 				struct contender *k = &cs[nc++];
+				k->path = i;
 				k->b.path = paths[i];
 				k->label = labels[i] ? labels[i] : base_name(paths[i]);
 				k->b.mo.mmap = o.weights[w] == W_MAPPED;
@@ -611,7 +780,9 @@ int main(int argc, char **argv)
 
 	/* For each thread count, the repetitions, alternating the contenders. */
 	double *sgemm = calloc((size_t)(o.n_threads * o.reps), sizeof *sgemm);
-	if (!sgemm)
+	struct llama_result *lr = calloc((size_t)(o.n_threads * o.reps * o.n_gguf) + 1,
+					 sizeof *lr);
+	if (!sgemm || !lr)
 		die("out of memory");
 	for (int t = 0; t < o.n_threads && nc > 0; t++) {
 		struct forward_opts fo = { .threads = o.threads[t],
@@ -630,6 +801,11 @@ int main(int argc, char **argv)
 				if (bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens,
 					      &cs[i].reps[t * o.reps + r], &e) < 0)
 					die("%s: %s", cs[i].b.path, e.msg);
+			if (o.llama && llama_bench_run(o.llama, o.gguf, o.n_gguf, o.prompt,
+						       o.tokens, o.threads[t],
+						       llama_at(lr, &o, t, r, 0),
+						       &e) < 0)
+				die_err(&e);
 		}
 		for (int i = 0; i < nc; i++)
 			forward_free(&cs[i].f);
@@ -644,7 +820,7 @@ int main(int argc, char **argv)
 		fputs("\r\033[K", stderr);
 
 	/* The records, then the report. */
-	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0)) + 8;
+	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0) + (o.llama ? o.n_gguf + nc : 0)) + 8;
 	cJSON **recs = calloc((size_t)nrec, sizeof *recs);
 	if (!recs)
 		die("out of memory");
@@ -680,6 +856,12 @@ int main(int argc, char **argv)
 			add_spread(j, "prefill_tok_s",
 				   spread_rate(spread_of(sgemm + t * o.reps, o.reps), o.prompt));
 		}
+		if (o.llama) {
+			for (int g = 0; g < o.n_gguf; g++)
+				recs[k++] = llama_record(g, t, &o, lr, &mc, load);
+			for (int i = 0; i < nc; i++)
+				recs[k++] = vs_llama_record(&cs[i], t, &o, lr, &mc, load);
+		}
 	}
 	for (int i = 0; i < k; i++) {
 		char *line = cJSON_PrintUnformatted(recs[i]);
@@ -696,6 +878,7 @@ int main(int argc, char **argv)
 	if (!strcmp(o.output, "md")) {
 		emit_md_header(&mc, load, &o, o.synthetic ? syn.dir : NULL);
 		report_md(recs, k);
+		report_md_llama(recs, k, &o);
 	}
 	else if (!strcmp(o.output, "csv"))
 		report_csv(recs, k);
@@ -708,6 +891,7 @@ int main(int argc, char **argv)
 	}
 	free(recs);
 	free(sgemm);
+	free(lr);
 	free(cs);
 	cli_exit(0);
 }
