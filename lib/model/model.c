@@ -2,6 +2,7 @@
 #include "model/model.h"
 #include "core/bf16.h"
 #include "format/manifest.h"
+#include "format/modelpath.h"
 #include "format/qfile.h"
 #include "kernels/quant.h"
 
@@ -16,50 +17,6 @@
 #include <unistd.h>
 
 #define COPY_ALIGN 64
-
-/* The three paths of a model: dir/config.json etc., or those beside a
- * .safetensors file. */
-struct paths {
-	char st[4096], cfg[4096], gen[4096];
-};
-
-static int join(char *out, size_t cap, const char *dir, const char *file)
-{
-	size_t n = strlen(dir), k = strlen(file);
-	if (n + 1 + k + 1 > cap)
-		return -1;
-	memcpy(out, dir, n);
-	out[n] = '/';
-	memcpy(out + n + 1, file, k + 1);
-	return 0;
-}
-
-static int resolve(struct paths *p, const char *path, struct err *e)
-{
-	struct stat sb;
-	if (stat(path, &sb) < 0)
-		return err_set(e, "%s: %s", path, strerror(errno));
-	char dir[4096];
-	size_t len = strlen(path);
-	if (len >= sizeof dir)
-		return err_set(e, "%s: path too long", path);
-	memcpy(dir, path, len + 1);
-	int rc = 0;
-	if (S_ISDIR(sb.st_mode)) {
-		rc = join(p->st, sizeof p->st, dir, "model.safetensors");
-	} else {
-		memcpy(p->st, path, len + 1);
-		char *slash = strrchr(dir, '/');
-		if (!slash)
-			strcpy(dir, ".");
-		else
-			slash[slash == dir] = 0;  /* "/m.safetensors" -> "/" */
-	}
-	if (rc < 0 || join(p->cfg, sizeof p->cfg, dir, "config.json") < 0 ||
-	    join(p->gen, sizeof p->gen, dir, "generation_config.json") < 0)
-		return err_set(e, "%s: path too long", path);
-	return 0;
-}
 
 static void shape_str(char *buf, size_t cap, const struct mtensor *t)
 {
@@ -367,22 +324,24 @@ int model_load(struct model *m, const char *path, const struct model_opts *o,
 	       struct err *e)
 {
 	memset(m, 0, sizeof *m);
-	if (qfile_sniff(path))
-		return load_container(m, path, o, e);
-	struct paths p;
+	struct modelpath p;
+	if (modelpath_resolve(&p, path, e) < 0)
+		return -1;
+	if (p.kind == MODELPATH_CONTAINER)
+		return load_container(m, p.weights, o, e);
 	/* the weights file first: given something that is not a model, say
 	 * so, rather than that no config.json is beside it */
-	if (resolve(&p, path, e) < 0 || st_open(&m->st, p.st, e) < 0)
+	if (st_open(&m->st, p.weights, e) < 0)
 		return -1;
-	if (config_load(&m->cfg, p.cfg, e) < 0) {
+	if (config_load(&m->cfg, p.config, e) < 0) {
 		model_free(m);
 		return -1;
 	}
 	gen_config_default(&m->gen, &m->cfg);
 	if ((access(p.gen, F_OK) == 0 && gen_config_load(&m->gen, p.gen, e) < 0) ||
-	    check_eos(m, p.gen, e) < 0 || check_manifest(m, p.st, e) < 0 ||
-	    ((!(o->mmap || o->f32) || !aligned(&m->st)) && copy_file(m, p.st, e) < 0) ||
-	    fill(m, p.st, o->f32, e) < 0) {
+	    check_eos(m, p.gen, e) < 0 || check_manifest(m, p.weights, e) < 0 ||
+	    ((!(o->mmap || o->f32) || !aligned(&m->st)) && copy_file(m, p.weights, e) < 0) ||
+	    fill(m, p.weights, o->f32, e) < 0) {
 		model_free(m);
 		return -1;
 	}

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <utf8proc.h>
 
 struct added {
@@ -934,17 +933,6 @@ static int check_components(struct load *L)
 	return check_bytelevel(L->decoder, "decoder", 0, e);
 }
 
-static char *tokenizer_file(const char *path)
-{
-	struct stat st;
-	int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-	size_t n = strlen(path) + sizeof "/tokenizer.json";
-	char *p = malloc(n);
-	if (p)
-		snprintf(p, n, dir ? "%s/tokenizer.json" : "%s", path);
-	return p;
-}
-
 struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
 			    struct err *e)
 {
@@ -992,18 +980,12 @@ out:
 
 struct tokenizer *tok_load(const char *path, struct err *e)
 {
-	char *file = tokenizer_file(path);
-	if (!file) {
-		err_set(e, "out of memory");
-		return NULL;
-	}
 	struct mapfile m;
 	struct tokenizer *t = NULL;
-	if (mapfile_open(&m, file, e) == 0) {
-		t = tok_parse(m.data, m.size, file, e);
+	if (mapfile_open(&m, path, e) == 0) {
+		t = tok_parse(m.data, m.size, path, e);
 		mapfile_close(&m);
 	}
-	free(file);
 	return t;
 }
 

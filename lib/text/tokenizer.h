@@ -38,7 +38,8 @@
 
 struct tokenizer;
 
-/* Loads path: a tokenizer.json, or a model directory holding one. Returns
+/* Loads path, a tokenizer.json (lib/format/modelpath.h finds the one of a
+ * model). Returns
  * the tokenizer (free with tok_free) or NULL with e filled
  * ("path: model.byte_fallback: true is not supported"). */
 struct tokenizer *tok_load(const char *path, struct err *e);
@@ -50,8 +51,8 @@ struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *
 
 void tok_free(struct tokenizer *t);
 
-/* The tokenizer.json that was loaded (a path the caller gave, or
- * "DIR/tokenizer.json"); owned by t. */
+/* The tokenizer.json that was loaded (the path the caller gave); owned by
+ * t. */
 const char *tok_path(const struct tokenizer *t);
 
 /* Encode flags. */

@@ -13,6 +13,7 @@
  */
 #include "cli/cli.h"
 #include "cli/datadir.h"
+#include "format/modelpath.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "core/parse.h"
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 enum { OPT_CHUNK = CLI_LONG, OPT_MAX_CHUNKS, OPT_NO_COMPARE };
@@ -383,15 +383,13 @@ int main(int argc, char **argv)
 		if (!text && !(text = datadir_find(BUNDLED_TEXT, tp, sizeof tp)))
 			die("the bundled text (data/%s) is not next to this executable; "
 			    "give one with --text", BUNDLED_TEXT);
-		struct stat sb;
-		const char *tok = NULL;
-		if (!container && stat(model, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-			snprintf(kp, sizeof kp, "%s/tokenizer.json", model);
-			tok = access(kp, R_OK) == 0 ? kp : NULL;
-		}
+		/* the model's tokenizer.json, else the bundled one */
+		struct modelpath mp;
+		const char *tok = modelpath_resolve(&mp, model, &e) == 0 &&
+			access(mp.tokenizer, R_OK) == 0 ? mp.tokenizer : NULL;
 		if (!tok && !(tok = datadir_find(BUNDLED_TOKENIZER, kp, sizeof kp)))
-			die("no tokenizer.json in %s, and the bundled one is not next to this "
-			    "executable; give token ids with --ids", model);
+			die("no tokenizer.json beside %s, and the bundled one is not next to "
+			    "this executable; give token ids with --ids", model);
 		ids = tokenize(text, tok, &ntok);
 	}
 

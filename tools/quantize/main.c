@@ -11,6 +11,7 @@
  */
 #include "core/bf16.h"
 #include "cli/cli.h"
+#include "format/modelpath.h"
 #include "format/config.h"
 #include "core/jsonutil.h"
 #include "format/manifest.h"
@@ -77,31 +78,6 @@ static void on_signal(int sig)
 		unlink(tmp_path);
 	signal(sig, SIG_DFL);
 	raise(sig);
-}
-
-/* The files of a model given as a directory or as its .safetensors. */
-struct model_files {
-	char st[4200], config[4200], gen[4200], tok[4200];
-};
-
-static void model_files(struct model_files *m, const char *path)
-{
-	struct stat st;
-	char dir[4096];
-	if (strlen(path) >= sizeof dir)
-		die("%.64s...: path too long", path);
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(dir, sizeof dir, "%.4000s", path);
-		snprintf(m->st, sizeof m->st, "%s/model.safetensors", path);
-	} else {
-		const char *slash = strrchr(path, '/');
-		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
-			 slash ? path : ".");
-		snprintf(m->st, sizeof m->st, "%s", path);
-	}
-	snprintf(m->config, sizeof m->config, "%s/config.json", dir);
-	snprintf(m->gen, sizeof m->gen, "%s/generation_config.json", dir);
-	snprintf(m->tok, sizeof m->tok, "%s/tokenizer.json", dir);
 }
 
 /* Maps an optional file: absent is empty, any other failure dies. */
@@ -227,15 +203,16 @@ int main(int argc, char **argv)
 		die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
 
 	struct err e;
-	struct model_files mf;
-	model_files(&mf, argv[optind]);
+	struct modelpath mf;
+	if (modelpath_resolve(&mf, argv[optind], &e) < 0)
+		die_err(&e);
 	struct st_file st;
 	struct model_config cfg;
-	if (config_load(&cfg, mf.config, &e) < 0 || st_open(&st, mf.st, &e) < 0)
+	if (config_load(&cfg, mf.config, &e) < 0 || st_open(&st, mf.weights, &e) < 0)
 		die_err(&e);
 	struct mapfile gen, tok;
 	map_optional(&gen, mf.gen);
-	map_optional(&tok, mf.tok);
+	map_optional(&tok, mf.tokenizer);
 	struct gen_config gc;
 	gen_config_default(&gc, &cfg);
 	if (gen.size && gen_config_parse(&gc, (const char *)gen.data, gen.size, mf.gen, &e) < 0)
@@ -255,13 +232,13 @@ int main(int argc, char **argv)
 		const struct mtensor *m = diff[0].have ? diff[0].have : diff[0].want;
 		char q[256];
 		die("%s: tensor %s does not match %s (st-inspect lists the differences)",
-		    mf.st, json_quote(q, sizeof q, m->name), mf.config);
+		    mf.weights, json_quote(q, sizeof q, m->name), mf.config);
 	}
 	struct qwrite_opts o = { .level = level, .group_size = (int)group,
 				 .embeddings = embeddings, .dry_run = dry, .rel_error = true };
 	struct qw_tensor *plan;
 	switch (qwrite_plan(&st, &o, &plan, &e)) {
-	case QWRITE_EDTYPE: die("%s: %s", mf.st, e.msg);
+	case QWRITE_EDTYPE: die("%s: %s", mf.weights, e.msg);
 	case QWRITE_EGROUP: die_usage("--group-size: %s", e.msg);
 	}
 

@@ -12,6 +12,8 @@
  * found NaN/Inf), 2 usage, 3 the file does not match its config.
  */
 #include "cli/cli.h"
+#include "core/path.h"
+#include "format/modelpath.h"
 #include "format/config.h"
 #include "format/manifest.h"
 #include "source.h"
@@ -151,59 +153,17 @@ static void breakdown_json(cJSON *o, const struct manifest *m)
 	}
 }
 
-/* ---- where things are ---- */
-
-static bool is_dir(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool exists(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0;
-}
-
-/* dir + "/" + name (no doubled slash), malloc'd. */
-static char *join(const char *dir, const char *name)
-{
-	size_t n = strlen(dir);
-	char *p = malloc(n + strlen(name) + 2);
-	if (!p)
-		die("out of memory");
-	sprintf(p, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
-	return p;
-}
-
-/* The config.json in file's directory, when there is one, or NULL.
- * malloc'd. */
-static char *config_beside(const char *file)
-{
-	const char *slash = strrchr(file, '/');
-	size_t n = slash ? (size_t)(slash - file + 1) : 0;
-	char *c = malloc(n + sizeof "config.json");
-	if (!c)
-		die("out of memory");
-	memcpy(c, file, n);
-	strcpy(c + n, "config.json");
-	if (!exists(c)) {
-		free(c);
-		return NULL;
-	}
-	return c;
-}
-
 /* ---- the modes ---- */
 
 static int cmd_manifest(const char *arg)
 {
-	char *path = is_dir(arg) ? join(arg, "config.json") : strdup(arg);
-	if (!path)
-		die("out of memory");
+	struct modelpath mp;
+	struct err e;
+	if (path_is_dir(arg) && modelpath_resolve(&mp, arg, &e) < 0)
+		die_err(&e);
+	const char *path = path_is_dir(arg) ? mp.config : arg;
 	struct model_config c;
 	struct manifest m;
-	struct err e;
 	manifest_init(&m);
 	if (config_load(&c, path, &e) < 0 || manifest_build(&m, &c, &e) < 0)
 		die_err(&e);
@@ -233,7 +193,6 @@ static int cmd_manifest(const char *arg)
 			printf("%-*s  %s\n", w, m.t[i].name, shape_str(&m.t[i], sb));
 	}
 	manifest_free(&m);
-	free(path);
 	return EXIT_OK;
 }
 
@@ -560,21 +519,17 @@ int main(int argc, char **argv)
 		die_usage(optind == argc ? "no FILE given" : "more than one FILE given");
 
 	const char *arg = argv[optind];
-	char *file = is_dir(arg) ? join(arg, "model.safetensors") : strdup(arg);
+	struct modelpath mp;
 	struct source s;
 	struct err e;
-	if (!file)
-		die("out of memory");
-	if (source_open(&s, file, &e) < 0)
+	if (modelpath_resolve(&mp, arg, &e) < 0 || source_open(&s, mp.weights, &e) < 0)
 		die_err(&e);
-	/* A container carries its config; otherwise the one beside the file. */
-	char *cfg = config ? strdup(config) : s.config ? NULL : config_beside(file);
-	if (config && !cfg)
-		die("out of memory");
+	/* A container carries its config; otherwise the one beside the file,
+	 * when there is one. */
+	const char *cfg = config ? config : s.config || access(mp.config, F_OK) ? NULL
+		: mp.config;
 	int status = tensor ? cmd_tensor(&s, tensor) : check ? cmd_check(&s) :
 		     cmd_summary(&s, cfg, list);
 	source_close(&s);
-	free(cfg);
-	free(file);
 	cli_exit(status);
 }

@@ -12,6 +12,8 @@
 #include "text/chat.h"
 #include "cli/cli.h"
 #include "cli/datadir.h"
+#include "core/path.h"
+#include "format/modelpath.h"
 #include "text/tokenizer.h"
 #include "core/utf8.h"
 
@@ -96,6 +98,9 @@ static struct tokenizer *load(const struct opts *o)
 		exit(EXIT_FAIL);
 	}
 	struct err e;
+	struct modelpath mp;  /* a model directory: its tokenizer.json */
+	if (path_is_dir(path) && modelpath_resolve(&mp, path, &e) == 0)
+		path = mp.tokenizer;
 	struct tokenizer *t = tok_load(path, &e);
 	if (!t)
 		die_err(&e);
