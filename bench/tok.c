@@ -10,6 +10,7 @@
  *   make bench        (appends the line to bench/results.jsonl)
  */
 #include "harness/benchrun.h"
+#include "core/slurp.h"
 #include "text/tokenizer.h"
 
 #include <cJSON.h>
@@ -46,21 +47,16 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static char *slurp(const char *path, size_t *n)
+/* All of path, or exit 1 naming it. */
+static char *read_all(const char *path, size_t *n)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
+	struct err e;
+	char *s = slurp(path, n, &e);
+	if (!s) {
+		fprintf(stderr, "%s\n", e.msg);
 		exit(1);
 	}
-	fseek(f, 0, SEEK_END);
-	long sz = ftell(f);
-	rewind(f);
-	char *b = malloc((size_t)sz + 1);
-	*n = fread(b, 1, (size_t)sz, f);
-	b[*n] = 0;
-	fclose(f);
-	return b;
+	return s;
 }
 
 struct text {
@@ -114,9 +110,9 @@ int main(void)
 	qsort(load_cpu, RUNS, sizeof load_cpu[0], cmp_double);
 
 	struct text train;
-	train.s = slurp(TRAIN, &train.n);
+	train.s = read_all(TRAIN, &train.n);
 	size_t cn;
-	char *all = slurp(CORPUS, &cn);
+	char *all = read_all(CORPUS, &cn);
 	size_t nt = 0, cap = 16384, corpus_bytes = 0;
 	struct text *texts = malloc(cap * sizeof *texts);
 	for (char *line = all, *nl; *line; line = nl + 1) {

@@ -8,8 +8,12 @@
 #ifndef CHECK_H
 #define CHECK_H
 
+#include "core/slurp.h"
+
+#include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int check_pass, check_fail;
 
@@ -44,6 +48,39 @@ static inline int check_done(const char *name)
 {
 	printf("%s: %d passed, %d failed\n", name, check_pass, check_fail);
 	return check_fail ? 1 : 0;
+}
+
+/* All of a file the test needs (golden data, fixtures), or exit 1 naming
+ * it: without its inputs a test has nothing to check. */
+static inline char *check_slurp(const char *path, size_t *len)
+{
+	struct err e;
+	size_t n;
+	char *s = slurp(path, len ? len : &n, &e);
+	if (!s) {
+		fprintf(stderr, "%s\n", e.msg);
+		exit(1);
+	}
+	return s;
+}
+
+/* The "ids" array of a golden JSON case (tests/golden/). */
+static inline int *check_golden_ids(const char *path, int *n)
+{
+	char *text = check_slurp(path, NULL);
+	cJSON *j = cJSON_Parse(text);
+	const cJSON *a = cJSON_GetObjectItem(j, "ids");
+	if (!cJSON_IsArray(a)) {
+		fprintf(stderr, "%s: no \"ids\" array\n", path);
+		exit(1);
+	}
+	*n = cJSON_GetArraySize(a);
+	int *ids = malloc(sizeof(int) * (size_t)(*n + 1));
+	for (int i = 0; i < *n; i++)
+		ids[i] = cJSON_GetArrayItem(a, i)->valueint;
+	cJSON_Delete(j);
+	free(text);
+	return ids;
 }
 
 #endif

@@ -46,27 +46,6 @@
 
 static double min_margin;  /* closest |x / scale - (k + 1/2)| seen, in codes */
 
-static int *read_ids(const char *path, int *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	char buf[1 << 16];
-	size_t len = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[len] = 0;
-	cJSON *j = cJSON_Parse(buf);
-	const cJSON *a = cJSON_GetObjectItem(j, "ids");
-	*n = cJSON_GetArraySize(a);
-	int *ids = malloc(sizeof(int) * (size_t)*n);
-	for (int i = 0; i < *n; i++)
-		ids[i] = cJSON_GetArrayItem(a, i)->valueint;
-	cJSON_Delete(j);
-	return ids;
-}
-
 /* ---- the engine ---- */
 
 static int keep_last(void *arg, int pos, const float *lg, struct err *e)
@@ -258,7 +237,7 @@ static void check_case(const char *dir, const char *ids_json, const struct qsche
 		exit(1);
 	}
 	int n, V = m.cfg.vocab_size;
-	int *ids = read_ids(ids_json, &n);
+	int *ids = check_golden_ids(ids_json, &n);
 	float *a8 = malloc(sizeof(float) * V), *fl = malloc(sizeof(float) * V),
 	      *other = malloc(sizeof(float) * V);
 	double *sim = malloc(sizeof(double) * V);

@@ -13,31 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return NULL;
-	fseek(fp, 0, SEEK_END);
-	long n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	char *b = malloc((size_t)n + 1);
-	if (b && fread(b, 1, (size_t)n, fp) != (size_t)n) {
-		free(b);
-		b = NULL;
-	}
-	if (b)
-		b[n] = 0;
-	fclose(fp);
-	if (len)
-		*len = (size_t)n;
-	return b;
-}
-
 static cJSON *load_json(const char *path)
 {
-	char *s = slurp(path, NULL);
-	cJSON *j = s ? cJSON_Parse(s) : NULL;
+	char *s = check_slurp(path, NULL);
+	cJSON *j = cJSON_Parse(s);
 	free(s);
 	if (!j) {
 		fprintf(stderr, "cannot read %s\n", path);
@@ -58,8 +37,8 @@ static int *int_array(const cJSON *a, int *n)
 static float *floats(const char *path, size_t n)
 {
 	size_t len;
-	char *b = slurp(path, &len);
-	if (!b || len != 4 * n) {
+	char *b = check_slurp(path, &len);
+	if (len != 4 * n) {
 		fprintf(stderr, "%s: expected %zu floats\n", path, n);
 		exit(1);
 	}

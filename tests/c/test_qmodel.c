@@ -38,32 +38,6 @@ static int argmax(const float *v, int n)
 	return a;
 }
 
-static int *read_ids(const char *path, int *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	rewind(f);
-	char *text = malloc((size_t)len + 1);
-	if (fread(text, 1, (size_t)len, f) != (size_t)len)
-		exit(1);
-	text[len] = 0;
-	fclose(f);
-	cJSON *j = cJSON_Parse(text);
-	const cJSON *a = cJSON_GetObjectItem(j, "ids");
-	*n = cJSON_GetArraySize(a);
-	int *ids = malloc(sizeof(int) * (size_t)*n);
-	for (int i = 0; i < *n; i++)
-		ids[i] = cJSON_GetArrayItem(a, i)->valueint;
-	cJSON_Delete(j);
-	free(text);
-	return ids;
-}
-
 /* Runs ids then 48 greedy steps; all gets the prompt's logits. */
 static void run(const struct model *m, const int *ids, int n, float *all, int *greedy)
 {
@@ -116,7 +90,7 @@ static void simulated(const char *model_dir, const char *case_json, const struct
 	      quantized, nq);
 
 	int n, V = q.cfg.vocab_size, gq[48], gs[48];
-	int *ids = read_ids(case_json, &n);
+	int *ids = check_golden_ids(case_json, &n);
 	float *aq = malloc(sizeof(float) * (size_t)n * V), *as = malloc(sizeof(float) * (size_t)n * V);
 	run(&q, ids, n, aq, gq);
 	run(&sim, ids, n, as, gs);

@@ -17,21 +17,6 @@
 #define CHAT "tests/golden/chat-template.jsonl"
 #define CONFIG "data/qwen2.5-0.5b-instruct/tokenizer_config.json"
 
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long sz = ftell(f);
-	rewind(f);
-	char *b = malloc((size_t)sz + 1);
-	*n = fread(b, 1, (size_t)sz, f);
-	b[*n] = 0;
-	fclose(f);
-	return b;
-}
-
 /* The concatenated bytes of ids[0..n) (malloc'd; *len its length), or NULL
  * if some id is not a token. */
 static unsigned char *decode(const struct tokenizer *t, const int32_t *ids, size_t n,
@@ -67,10 +52,7 @@ static void print_ids(const char *what, const int32_t *ids, size_t n, size_t fro
 static void corpus(struct tokenizer *t)
 {
 	size_t size;
-	char *all = slurp(CORPUS, &size);
-	CHECK(all != NULL, "%s: cannot read", CORPUS);
-	if (!all)
-		return;
+	char *all = check_slurp(CORPUS, &size);
 	long lines = 0, ok_ids = 0, ok_dec = 0, first_bad = 0;
 	struct idvec got = { 0 };
 	int32_t *want = NULL;
@@ -170,8 +152,7 @@ static void chat(struct tokenizer *t)
 	struct err e;
 	CHECK(chat_check(CONFIG, &e) == 0, "chat_check: %s", e.msg);
 	size_t size;
-	char *all = slurp(CHAT, &size);
-	CHECK(all != NULL, "%s: cannot read", CHAT);
+	char *all = check_slurp(CHAT, &size);
 	int cases = 0, ok = 0;
 	struct idvec ids = { 0 };
 	for (char *line = all, *nl; all && *line; line = nl + 1) {

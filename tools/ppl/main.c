@@ -17,6 +17,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "core/parse.h"
+#include "core/slurp.h"
 #include "model/ppl.h"
 #include "format/qfile.h"
 #include "model/qmodel.h"
@@ -126,28 +127,14 @@ static int parse_level(const char *s, int group, struct level *l)
 	return -1;
 }
 
+/* All of path ("-": stdin), or exit 1 naming it. */
 static char *read_all(const char *path, size_t *len)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	if (!f)
-		die("%s: %m", path);
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap + 1);
-	size_t k;
-	while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += k;
-		if (n == cap)
-			buf = realloc(buf, (cap *= 2) + 1);
-	}
-	if (!buf)
-		die("out of memory");
-	if (ferror(f))
-		die("%s: read error", path);
-	if (f != stdin)
-		fclose(f);
-	buf[n] = 0;
-	*len = n;
-	return buf;
+	struct err e;
+	char *text = slurp(path, len, &e);
+	if (!text)
+		die_err(&e);
+	return text;
 }
 
 /* Whitespace-separated decimal ids; errors name the line. */

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/datadir.h"
 #include "core/path.h"
+#include "core/slurp.h"
 #include "format/modelpath.h"
 #include "text/tokenizer.h"
 #include "core/utf8.h"
@@ -107,30 +108,6 @@ static struct tokenizer *load(const struct opts *o)
 	return t;
 }
 
-/* Reads all of FILE (or stdin for "-") into a malloc'd buffer. */
-static unsigned char *read_all(const char *name, size_t *n)
-{
-	FILE *f = strcmp(name, "-") ? fopen(name, "rb") : stdin;
-	if (!f)
-		die("%s: %s", name, strerror(errno));
-	size_t cap = 1 << 16, k = 0;
-	unsigned char *b = malloc(cap);
-	for (;;) {
-		if (!b)
-			die("out of memory");
-		k += fread(b + k, 1, cap - k, f);
-		if (k < cap)
-			break;
-		b = realloc(b, cap *= 2);
-	}
-	if (ferror(f))
-		die("%s: %s", strcmp(name, "-") ? name : "<stdin>", strerror(errno));
-	if (f != stdin)
-		fclose(f);
-	*n = k;
-	return b;
-}
-
 /* Bytes as text on f (a token for --pieces, a bad id in a message):
  * printable ASCII and complete UTF-8 characters as they are; backslash,
  * \n, \r, \t escaped; every other byte (controls, a partial character) as
@@ -209,7 +186,10 @@ static int cmd_encode(const struct opts *o)
 	int n = o->n_files ? o->n_files : 1, warned = 0;
 	for (int i = 0; i < n; i++) {
 		size_t len;
-		unsigned char *s = read_all(files[i], &len);
+		struct err e;
+		unsigned char *s = (unsigned char *)slurp(files[i], &len, &e);
+		if (!s)
+			die_err(&e);
 		encode_one(t, o, files[i], s, len, &warned);
 		free(s);
 	}
@@ -347,8 +327,10 @@ static int cmd_chat(const struct opts *o)
 			msgs[count++] = (struct chat_msg){ strdup("user"), strdup(o->user) };
 	} else {
 		size_t n;
-		unsigned char *s = read_all("-", &n);
-		if (chat_parse((const char *)s, n, &msgs, &count, &e) < 0) {
+		char *s = slurp("-", &n, &e);
+		if (!s)
+			die_err(&e);
+		if (chat_parse(s, n, &msgs, &count, &e) < 0) {
 			err_prefix(&e, "<stdin>");
 			die_err(&e);
 		}
