@@ -119,7 +119,7 @@ first8() {
 	assert_line -n 0 --partial "ppl: --chunk: "
 	printf '1 2\n3 x\n' >"$BATS_TEST_TMPDIR/bad"
 	run -1 ppl "$TINY" --ids "$BATS_TEST_TMPDIR/bad"
-	assert_output "ppl: $BATS_TEST_TMPDIR/bad: line 2: 'x' is not a whole number"
+	assert_output "ppl: $BATS_TEST_TMPDIR/bad: line 2: 'x' is not a token id"
 	printf '1 2 3\n' >"$BATS_TEST_TMPDIR/few"
 	run -1 ppl "$TINY" --ids "$BATS_TEST_TMPDIR/few" --level bf16
 	assert_output "ppl: bf16: 3 tokens make no complete chunk of 256"

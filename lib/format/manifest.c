@@ -1,6 +1,7 @@
 /* manifest: see manifest.h. */
 #include "format/manifest.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,16 @@ uint64_t mtensor_params(const struct mtensor *t)
 	for (int d = 0; d < t->ndim; d++)
 		n *= (uint64_t)t->shape[d];
 	return n;
+}
+
+const char *mtensor_shape_str(const struct mtensor *t, char buf[MTENSOR_SHAPE_STR])
+{
+	int o = snprintf(buf, MTENSOR_SHAPE_STR, "[");
+	for (int d = 0; d < t->ndim; d++)
+		o += snprintf(buf + o, (size_t)(MTENSOR_SHAPE_STR - o), "%s%" PRId64,
+			      d ? ", " : "", t->shape[d]);
+	snprintf(buf + o, (size_t)(MTENSOR_SHAPE_STR - o), "]");
+	return buf;
 }
 
 uint64_t manifest_params(const struct manifest *m)

@@ -66,6 +66,11 @@ void manifest_free(struct manifest *m);
  * or a validated file, so the product fits in 64 bits. */
 uint64_t mtensor_params(const struct mtensor *t);
 
+/* The shape as text, "[151936, 896]", in buf (which it returns); a
+ * shape of ST_MAX_DIMS 64-bit extents fits in MTENSOR_SHAPE_STR bytes. */
+enum { MTENSOR_SHAPE_STR = 16 + 22 * ST_MAX_DIMS };
+const char *mtensor_shape_str(const struct mtensor *t, char buf[MTENSOR_SHAPE_STR]);
+
 /* Elements of all tensors. */
 uint64_t manifest_params(const struct manifest *m);
 

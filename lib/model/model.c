@@ -18,17 +18,6 @@
 
 #define COPY_ALIGN 64
 
-static void shape_str(char *buf, size_t cap, const struct mtensor *t)
-{
-	size_t n = 0;
-	n += (size_t)snprintf(buf + n, cap - n, "[");
-	for (int i = 0; i < t->ndim && n < cap; i++)
-		n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "",
-				      (long long)t->shape[i]);
-	if (n < cap)
-		snprintf(buf + n, cap - n, "]");
-}
-
 /* The file against the manifest its config implies: the first difference
  * is the error. */
 static int check_manifest(const struct model *m, const char *name, struct err *e)
@@ -43,7 +32,7 @@ static int check_manifest(const struct model *m, const char *name, struct err *e
 	    manifest_diff(&want, &have, &d, &nd, e) < 0)
 		goto out;
 	if (nd > 0) {
-		char s1[128], s2[128];
+		char s1[MTENSOR_SHAPE_STR], s2[MTENSOR_SHAPE_STR];
 		switch (d[0].kind) {
 		case MDIFF_MISSING:
 			err_set(e, "%s: tensor '%s': missing (%d difference%s from "
@@ -54,10 +43,9 @@ static int check_manifest(const struct model *m, const char *name, struct err *e
 				"config.json)", name, d[0].have->name, nd, nd > 1 ? "s" : "");
 			break;
 		case MDIFF_SHAPE:
-			shape_str(s1, sizeof s1, d[0].have);
-			shape_str(s2, sizeof s2, d[0].want);
 			err_set(e, "%s: tensor '%s': shape %s, config.json implies %s",
-				name, d[0].have->name, s1, s2);
+				name, d[0].have->name, mtensor_shape_str(d[0].have, s1),
+				mtensor_shape_str(d[0].want, s2));
 			break;
 		}
 		goto out;

@@ -31,6 +31,7 @@
 #include "harness/benchrun.h"
 #include "harness/llama.h"
 #include "cli/cli.h"
+#include "core/parse.h"
 #include "core/cpu.h"
 #include "model/forward.h"
 #include "harness/membw.h"
@@ -107,26 +108,6 @@ static const struct cli_spec spec = {
 
 enum weights_mode { W_MAPPED, W_COPIED, W_F32, W_N };
 static const char *weights_names[W_N] = { "mapped", "copied", "f32" };
-
-/* Parses a comma-separated list of integers in [min, max] into v; returns
- * the count. */
-static int parse_int_list(const char *flag, const char *s, long min, long max, int *v,
-			  int cap)
-{
-	char buf[256];
-	if (strlen(s) >= sizeof buf)
-		die_usage("%s: list too long", flag);
-	snprintf(buf, sizeof buf, "%s", s);
-	int n = 0;
-	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-		if (n == cap)
-			die_usage("%s: more than %d values", flag, cap);
-		v[n++] = (int)flag_long(flag, tok, min, max);
-	}
-	if (n == 0)
-		die_usage("%s: empty list", flag);
-	return n;
-}
 
 static int parse_weights(const char *s, int *modes)
 {
@@ -615,10 +596,15 @@ int main(int argc, char **argv)
 		case 'p': o.prompt = (int)flag_long("--prompt", v, 1, 4096); break;
 		case 'n': o.tokens = (int)flag_long("--tokens", v, 1, 4096); break;
 		case 'r': o.reps = (int)flag_long("--reps", v, 1, 1000); break;
-		case 't':
-			o.n_threads = parse_int_list("--threads", v, 1, 256, o.threads,
-						     MAX_THREADS);
+		case 't': {
+			long t[MAX_THREADS];
+			struct err e;
+			if (parse_long_list(v, 1, 256, t, MAX_THREADS, &o.n_threads, &e) < 0)
+				die_usage("--threads: %s", e.msg);
+			for (int i = 0; i < o.n_threads; i++)
+				o.threads[i] = (int)t[i];
 			break;
+		}
 		case 'o':
 			if (strcmp(v, "md") && strcmp(v, "jsonl") && strcmp(v, "csv"))
 				die_usage("--output: '%s' is not md, jsonl or csv", v);

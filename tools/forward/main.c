@@ -18,13 +18,15 @@
  */
 #include "attntrace.h"
 #include "cli/cli.h"
+#include "core/slurp.h"
+#include "core/timing.h"
+#include "format/idtext.h"
 #include "core/cpu.h"
 #include "format/feedback.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "format/stream.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -96,60 +98,20 @@ static int verbose;             /* -v */
 static const char *in_name = "<stdin>";
 #define FIRST_ID_TIMEOUT_MS 10000  /* a sampler must send its first id by then */
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---- input ids ---- */
 
-/* Reads every id on stdin. Errors name the line and the id. */
+/* Every id on stdin (lib/format/idtext.h), or exit 1 naming the line. */
 static int *read_ids(int n_vocab, int *n_out)
 {
-	int *ids = NULL, n = 0, cap = 0;
-	char *line = NULL;
-	size_t lcap = 0;
-	ssize_t len;
-	long lineno = 0;
-	while ((len = getline(&line, &lcap, stdin)) >= 0) {
-		lineno++;
-		char *p = line;
-		for (;;) {
-			while (isspace((unsigned char)*p))
-				p++;
-			if (!*p)
-				break;
-			char *tok = p;
-			while (*p && !isspace((unsigned char)*p))
-				p++;
-			char save = *p;
-			*p = 0;
-			char *end;
-			errno = 0;
-			long v = strtol(tok, &end, 10);
-			if (*end || end == tok || !isdigit((unsigned char)tok[0]))
-				die("%s: line %ld: '%s' is not a token id", in_name, lineno, tok);
-			if (errno || v >= n_vocab)
-				die("%s: line %ld: id %s is outside the vocabulary (0..%d)",
-				    in_name, lineno, tok, n_vocab - 1);
-			*p = save;
-			if (n == cap) {
-				cap = cap ? 2 * cap : 256;
-				ids = realloc(ids, sizeof *ids * (size_t)cap);
-				if (!ids)
-					die("out of memory");
-			}
-			ids[n++] = (int)v;
-		}
-	}
-	if (ferror(stdin))
-		die("%s: read error: %s", in_name, strerror(errno));
-	free(line);
-	if (n == 0)
-		die("%s: no token ids", in_name);
-	*n_out = n;
+	struct err e;
+	size_t len;
+	long n;
+	char *text = slurp("-", &len, &e);
+	int *ids = text ? idtext_parse(text, in_name, n_vocab, &n, &e) : NULL;
+	free(text);
+	if (!ids)
+		die_err(&e);
+	*n_out = (int)n;
 	return ids;
 }
 
@@ -304,7 +266,7 @@ static void eval(struct forward *f, const int *ids, int n, int n_new, int all)
 	struct err e;
 	if (attn_out.fp && attn_trace_begin(&attn, f->n_past, n, &e) < 0)
 		die("%s: %s", attn_out.path, e.msg);
-	double t0 = now();
+	double t0 = time_now();
 	if (forward_eval(f, ids, n, all, emit, &o, &e) < 0) {
 		if (o.frames < (all ? n : 1) && !strstr(e.msg, "write error"))
 			die("%s", e.msg);
@@ -314,7 +276,7 @@ static void eval(struct forward *f, const int *ids, int n, int n_new, int all)
 		err_set(&e, "write error: %s", strerror(errno));
 		die_write(&e);
 	}
-	double dt = now() - t0;
+	double dt = time_now() - t0;
 	if (attn_out.fp && attn_trace_write(&attn, &e) < 0)
 		die("%s: %s", attn_out.path, e.msg);
 	if (verbose)
@@ -479,10 +441,10 @@ int main(int argc, char **argv)
 	struct model m;
 	struct forward f;
 	struct err e;
-	double t0 = now();
+	double t0 = time_now();
 	if (model_load(&m, path, &mo, &e) < 0)
 		die("%s", e.msg);
-	double t1 = now();
+	double t1 = time_now();
 	if (fo.act8 && !forward_has_int_weights(&m))
 		die_usage("--int8-activations: %s has no int8 or int4 weights (quantize it "
 			  "first)", path);

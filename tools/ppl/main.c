@@ -13,6 +13,7 @@
  */
 #include "cli/cli.h"
 #include "cli/datadir.h"
+#include "format/idtext.h"
 #include "format/modelpath.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -137,36 +138,17 @@ static char *read_all(const char *path, size_t *len)
 	return text;
 }
 
-/* Whitespace-separated decimal ids; errors name the line. */
+/* The ids of path (lib/format/idtext.h; "-": stdin), or exit 1 naming
+ * the line. The model checks them against its vocabulary. */
 static int *read_ids(const char *path, long *n)
 {
 	size_t len;
+	struct err e;
 	char *text = read_all(path, &len);
-	long cap = 1024, k = 0, line = 1;
-	int *ids = malloc(sizeof(int) * (size_t)cap);
-	char *p = text;
-	while (ids) {
-		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-			line += *p++ == '\n';
-		if (!*p)
-			break;
-		char *end = p + strcspn(p, " \t\r\n"), save = *end;
-		*end = 0;
-		long v;
-		struct err e;
-		if (parse_long(p, 0, INT_MAX, &v, &e) < 0)
-			die("%s: line %ld: %s", path, line, e.msg);
-		*end = save;
-		p = end;
-		if (k == cap)
-			ids = realloc(ids, sizeof(int) * (size_t)(cap *= 2));
-		if (ids)
-			ids[k++] = (int)v;
-	}
-	if (!ids)
-		die("out of memory");
+	int *ids = idtext_parse(text, strcmp(path, "-") ? path : "<stdin>", INT_MAX, n, &e);
 	free(text);
-	*n = k;
+	if (!ids)
+		die_err(&e);
 	return ids;
 }
 

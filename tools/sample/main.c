@@ -20,6 +20,7 @@
  * 141 the reader of stdout went away.
  */
 #include "cli/cli.h"
+#include "core/timing.h"
 #include "format/feedback.h"
 #include "core/rng.h"
 #include "sample/sampler.h"
@@ -97,13 +98,6 @@ static long logprobs_k = -1;          /* --logprobs */
 static const char *logprobs_path;     /* --logprobs-file */
 
 static const char *in_name = "<stdin>";
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void parse_args(int argc, char **argv)
 {
@@ -257,7 +251,7 @@ static int is_eos(const struct stream_header *h, int id)
 
 int main(int argc, char **argv)
 {
-	double t_start = now();
+	double t_start = time_now();
 	cli_init(&spec);
 	parse_args(argc, argv);
 	if (isatty(STDIN_FILENO))
@@ -339,7 +333,7 @@ int main(int argc, char **argv)
 				break;
 			}
 			n++;
-			t_last = now();
+			t_last = time_now();
 			if (n == 1)
 				t_first = t_last;
 			if (lp)

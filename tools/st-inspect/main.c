@@ -73,17 +73,6 @@ static const char *commas(uint64_t v, char buf[32])
 	return buf;
 }
 
-/* "[151936, 896]", in buf. */
-static const char *shape_str(const struct mtensor *t, char buf[256])
-{
-	int o = snprintf(buf, 256, "[");
-	for (int d = 0; d < t->ndim; d++)
-		o += snprintf(buf + o, (size_t)(256 - o), "%s%" PRId64, d ? ", " : "",
-			      t->shape[d]);
-	snprintf(buf + o, (size_t)(256 - o), "]");
-	return buf;
-}
-
 static cJSON *shape_json(const struct mtensor *t)
 {
 	cJSON *a = cJSON_CreateArray();
@@ -167,7 +156,7 @@ static int cmd_manifest(const char *arg)
 	manifest_init(&m);
 	if (config_load(&c, path, &e) < 0 || manifest_build(&m, &c, &e) < 0)
 		die_err(&e);
-	char sb[256];
+	char sb[MTENSOR_SHAPE_STR];
 	if (json_out) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "config", path);
@@ -190,7 +179,7 @@ static int cmd_manifest(const char *arg)
 				w = (int)strlen(m.t[i].name);
 		printf("\n");
 		for (int i = 0; i < m.n; i++)
-			printf("%-*s  %s\n", w, m.t[i].name, shape_str(&m.t[i], sb));
+			printf("%-*s  %s\n", w, m.t[i].name, mtensor_shape_str(&m.t[i], sb));
 	}
 	manifest_free(&m);
 	return EXIT_OK;
@@ -199,14 +188,14 @@ static int cmd_manifest(const char *arg)
 static void tensor_list_text(const struct source *s)
 {
 	int w = 0;
-	char sb[256], b[32];
+	char sb[MTENSOR_SHAPE_STR], b[32];
 	for (int i = 0; i < s->n; i++)
 		if ((int)strlen(s->t[i].name) > w)
 			w = (int)strlen(s->t[i].name);
 	printf("\n");
 	for (int i = 0; i < s->n; i++)
 		printf("%-*s  %-4s  %-16s  %s\n", w, s->t[i].name, s->t[i].dtype,
-		       shape_str(&s->tensors.t[i], sb), commas(s->t[i].offset, b));
+		       mtensor_shape_str(&s->tensors.t[i], sb), commas(s->t[i].offset, b));
 }
 
 static cJSON *tensor_json(const struct source *s, int i)
@@ -259,7 +248,7 @@ static const char *diff_kind(enum mdiff_kind k)
 
 static void summary_text(const struct source *s, const struct cmp *c, bool list)
 {
-	char b[32], sb[256], sb2[256];
+	char b[32], sb[256], sb2[MTENSOR_SHAPE_STR];
 	printf("%-13s %s\n", "file", s->path);
 	printf("%-13s %s\n", "format", s->format);
 	printf("%-13s %s bytes\n", "file size", commas(s->file_size, b));
@@ -287,10 +276,10 @@ static void summary_text(const struct source *s, const struct cmp *c, bool list)
 		const struct mdiff *d = &c->d[i];
 		if (d->kind == MDIFF_SHAPE)
 			printf("  %-11s %s %s, expected %s\n", diff_kind(d->kind), d->have->name,
-			       shape_str(d->have, sb), shape_str(d->want, sb2));
+			       mtensor_shape_str(d->have, sb), mtensor_shape_str(d->want, sb2));
 		else {
 			const struct mtensor *t = d->want ? d->want : d->have;
-			printf("  %-11s %s %s\n", diff_kind(d->kind), t->name, shape_str(t, sb));
+			printf("  %-11s %s %s\n", diff_kind(d->kind), t->name, mtensor_shape_str(t, sb));
 		}
 	}
 	if (list)
@@ -414,7 +403,7 @@ static int cmd_tensor(const struct source *s, const char *name)
 	char b[32], sb[256];
 	printf("%-13s %s\n", "name", s->t[i].name);
 	printf("%-13s %s\n", "dtype", s->t[i].dtype);
-	printf("%-13s %s\n", "shape", shape_str(&s->tensors.t[i], sb));
+	printf("%-13s %s\n", "shape", mtensor_shape_str(&s->tensors.t[i], sb));
 	printf("%-13s %s\n", "offset", commas(s->t[i].offset, b));
 	printf("%-13s %s\n", "bytes", commas(s->t[i].bytes, b));
 	printf("%-13s %s\n", "parameters", commas(st.n, b));

@@ -1,0 +1,18 @@
+/* idtext: token ids as text, the format between the tools (tok encode's
+ * output, forward's input, ppl --ids): decimal ids separated by any
+ * whitespace, one or more per line.
+ */
+#ifndef IDTEXT_H
+#define IDTEXT_H
+
+#include "core/err.h"
+
+/* Parses text (NUL-terminated) into a malloc'd array of *n ids, each in
+ * [0, n_vocab). Errors name the input (name), the line and the token:
+ * "NAME: line 2: 'x7' is not a token id", "NAME: line 1: id 151936 is
+ * outside the vocabulary (0..151935)", "NAME: no token ids" for an input
+ * with none. Returns NULL with e filled on failure. */
+int *idtext_parse(const char *text, const char *name, int n_vocab, long *n,
+		  struct err *e);
+
+#endif
