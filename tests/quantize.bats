@@ -69,7 +69,7 @@ peek64() {
 	mkdir "$BATS_TEST_TMPDIR/out"
 	# a file size limit makes the write fail part-way, like a full disk
 	run -1 bash -c "ulimit -f 1000; quantize '$SHAPES' -o '$BATS_TEST_TMPDIR/out/m.q8' --level int8"
-	assert_output --regexp "^quantize: .*/out/\.m\.q8\.tmp\.[A-Za-z0-9]{6}: write: File too large$"
+	assert_output "quantize: $BATS_TEST_TMPDIR/out/m.q8: write error: File too large"
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/out")" ]
 }
 

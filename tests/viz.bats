@@ -45,7 +45,7 @@ gen() {
 	(umask 027 && forward "$TINY" --score --trace-attn "$BATS_TEST_TMPDIR/a.jsonl" <<< 40 > /dev/null)
 	[ "$(stat -c %a "$BATS_TEST_TMPDIR/a.jsonl")" = 640 ]
 	run -1 forward "$TINY" --score --trace-attn "$BATS_TEST_TMPDIR/no/a.jsonl" <<< 40
-	assert_output "forward: $BATS_TEST_TMPDIR/no/a.jsonl: No such file or directory"
+	assert_output "forward: $BATS_TEST_TMPDIR/no/a.jsonl: cannot create a temporary file beside it: No such file or directory"
 }
 
 @test "--trace-attn and --no-cache change no token: greedy_48 of the golden case" {

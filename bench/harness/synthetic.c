@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "format/config.h"
 #include "format/manifest.h"
+#include "core/outfile.h"
 #include "core/mapfile.h"
 #include "format/qfile.h"
 #include "kernels/quant.h"
@@ -61,60 +62,30 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
-/* ---- writing a file atomically ---- */
+/* ---- writing a file atomically (lib/core/outfile.h) ---- */
 
-struct out {
-	FILE *f;
-	char tmp[SYNTHETIC_PATH_MAX + 32];
-	const char *dest;
-};
-
-static int out_open(struct out *o, const char *dest, struct err *e)
+/* ok: whether every write succeeded. Commits, or removes the file. */
+static int out_close(struct outfile *o, int ok, const char *path, struct err *e)
 {
-	o->dest = dest;
-	snprintf(o->tmp, sizeof o->tmp, "%s.tmp.XXXXXX", dest);
-	int fd = mkstemp(o->tmp);
-	if (fd < 0)
-		return err_set(e, "%s: %s", o->tmp, strerror(errno));
-	fchmod(fd, 0644);  /* a cache file like any other, not mkstemp's 0600 */
-	o->f = fdopen(fd, "wb");
-	if (!o->f) {
-		close(fd);
-		unlink(o->tmp);
-		return err_set(e, "%s: %s", o->tmp, strerror(errno));
-	}
-	return 0;
-}
-
-/* ok: whether every write succeeded. Closes, then renames or removes. */
-static int out_close(struct out *o, int ok, struct err *e)
-{
-	int saved = errno;
-	if (fflush(o->f) != 0 || ferror(o->f) || fsync(fileno(o->f)) != 0)
-		ok = 0, saved = errno;
-	if (fclose(o->f) != 0 && ok)
-		ok = 0, saved = errno;
-	if (ok && rename(o->tmp, o->dest) == 0)
-		return 0;
 	if (ok)
-		saved = errno;
-	unlink(o->tmp);
-	return err_set(e, "%s: %s", o->dest, saved ? strerror(saved) : "write error");
+		return outfile_commit(o, e);
+	outfile_abort(o);
+	return err_set(e, "%s: write error: %s", path, strerror(errno));
 }
 
 static int copy_file(const char *from, const char *to, struct err *e)
 {
 	struct mapfile m;
-	struct out o;
+	struct outfile o;
 	if (mapfile_open(&m, from, e) < 0)
 		return -1;
-	if (out_open(&o, to, e) < 0) {
+	if (outfile_open(&o, to, e) < 0) {
 		mapfile_close(&m);
 		return -1;
 	}
-	int ok = m.size == 0 || fwrite(m.data, 1, m.size, o.f) == m.size;
+	int ok = m.size == 0 || fwrite(m.data, 1, m.size, o.fp) == m.size;
 	mapfile_close(&m);
-	return out_close(&o, ok, e);
+	return out_close(&o, ok, to, e);
 }
 
 /* ---- the bf16 safetensors ---- */
@@ -165,13 +136,13 @@ static int write_safetensors(const char *path, const struct manifest *m, struct 
 	size_t jl;
 	char *json = st_header(m, &jl);
 	uint16_t *buf = malloc(2 * CHUNK);
-	struct out o;
+	struct outfile o;
 	if (!json || !buf) {
 		free(json);
 		free(buf);
 		return err_set(e, "%s: out of memory", path);
 	}
-	if (out_open(&o, path, e) < 0) {
+	if (outfile_open(&o, path, e) < 0) {
 		free(json);
 		free(buf);
 		return -1;
@@ -181,9 +152,9 @@ static int write_safetensors(const char *path, const struct manifest *m, struct 
 	unsigned char len[8];
 	for (int i = 0; i < 8; i++)
 		len[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-	int ok = fwrite(len, 1, 8, o.f) == 8 && fwrite(json, 1, jl, o.f) == jl;
+	int ok = fwrite(len, 1, 8, o.fp) == 8 && fwrite(json, 1, jl, o.fp) == jl;
 	for (size_t i = jl; ok && i < padded; i++)
-		ok = fputc(' ', o.f) != EOF;
+		ok = fputc(' ', o.fp) != EOF;
 	struct rng r = { 0x9e3779b97f4a7c15ull };
 	for (int i = 0; ok && i < m->n; i++) {
 		int norm = mrole_of(m->t[i].name) == MROLE_NORM;
@@ -191,13 +162,13 @@ static int write_safetensors(const char *path, const struct manifest *m, struct 
 			size_t n = left < CHUNK ? (size_t)left : CHUNK;
 			for (size_t k = 0; k < n; k++)
 				buf[k] = norm ? 0x3f80 : rand_bf16(&r);  /* norms: 1.0 */
-			ok = fwrite(buf, 2, n, o.f) == n;
+			ok = fwrite(buf, 2, n, o.fp) == n;
 			left -= n;
 		}
 	}
 	free(json);
 	free(buf);
-	return out_close(&o, ok, e);
+	return out_close(&o, ok, path, e);
 }
 
 /* ---- the containers ---- */

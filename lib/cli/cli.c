@@ -131,6 +131,20 @@ double flag_double(const char *flag, const char *val, double min, double max)
 	return v;
 }
 
+void cli_outfile_open(struct outfile *o, const char *path)
+{
+	struct err e;
+	if (outfile_open(o, path, &e) < 0)
+		die_err(&e);
+}
+
+void cli_outfile_commit(struct outfile *o)
+{
+	struct err e;
+	if (outfile_commit(o, &e) < 0)
+		die_err(&e);
+}
+
 void cli_refuse_binary_tty(void)
 {
 	if (isatty(STDOUT_FILENO)) {

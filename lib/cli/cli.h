@@ -12,6 +12,7 @@
 #define CLI_H
 
 #include "core/err.h"
+#include "core/outfile.h"
 
 #include <unistd.h>  /* optind, after cli_getopt */
 
@@ -100,6 +101,11 @@ double flag_double(const char *flag, const char *val, double min, double max);
  * with a message on any other write error (ENOSPC, EIO). Tools that stop
  * early for a reason of their own call this instead of exit(). */
 _Noreturn void cli_exit(int status);
+
+/* outfile_open and outfile_commit (lib/core/outfile.h), exiting 1 with
+ * their message on failure. */
+void cli_outfile_open(struct outfile *o, const char *path);
+void cli_outfile_commit(struct outfile *o);
 
 /* Refuses (exit 2 with a hint) when stdout is a terminal: for tools that
  * write binary. */

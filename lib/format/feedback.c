@@ -1,10 +1,10 @@
 /* feedback: see feedback.h. */
 #include "format/feedback.h"
+#include "core/cleanup.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,23 +21,33 @@ int feedback_create(struct feedback *fb, struct err *e)
 	if (strlen(tmp) > sizeof fb->dir - 32)
 		return err_set(e, "TMPDIR: path too long");
 	snprintf(fb->dir, sizeof fb->dir, "%.4000s/forward.XXXXXX", tmp);
+	/* each made and registered with the signals held (lib/core/cleanup.h):
+	 * no moment where one exists that a signal would leave behind */
+	cleanup_hold();
+	int saved = 0;
 	if (!mkdtemp(fb->dir)) {
-		int saved = errno;
+		saved = errno;
 		fb->dir[0] = 0;
+	} else {
+		fb->made = 1;
+		cleanup_add(fb->dir);
+		snprintf(fb->path, sizeof fb->path, "%.4000s/ids", fb->dir);
+		if (mkfifo(fb->path, 0600) < 0)
+			saved = errno;
+		else
+			fb->made = 2, cleanup_add(fb->path);
+	}
+	cleanup_release();
+	if (!fb->made)
 		return err_set(e, "%s: cannot create the feedback directory: %s",
 			       tmp, strerror(saved));
-	}
-	fb->made = 1;
-	snprintf(fb->path, sizeof fb->path, "%.4000s/ids", fb->dir);
-	if (mkfifo(fb->path, 0600) < 0) {
-		int saved = errno;
+	if (fb->made == 1) {
 		feedback_destroy(fb);
-		return err_set(e, "%s: mkfifo: %s", fb->path, strerror(saved));
+		return err_set(e, "%s/ids: mkfifo: %s", tmp, strerror(saved));
 	}
-	fb->made = 2;
 	fb->fd = open(fb->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fb->fd < 0) {
-		int saved = errno;
+		saved = errno;
 		feedback_destroy(fb);
 		return err_set(e, "%s: %s", fb->path, strerror(saved));
 	}
@@ -111,56 +121,19 @@ void feedback_destroy(struct feedback *fb)
 	if (fb->fd >= 0)
 		close(fb->fd);
 	fb->fd = -1;
-	if (fb->made >= 2)
+	if (fb->made >= 2) {
 		unlink(fb->path);
-	if (fb->made >= 1)
+		cleanup_drop(fb->path);
+	}
+	if (fb->made >= 1) {
 		rmdir(fb->dir);
+		cleanup_drop(fb->dir);
+	}
 	fb->made = 0;
 	fb->path[0] = 0;
 	fb->dir[0] = 0;
 }
 
-static struct feedback *signal_fb;
-static const char *volatile signal_also[FEEDBACK_CLEANUP_FILES];
-
-void feedback_cleanup_also(const char *path)
-{
-	for (int i = 0; i < FEEDBACK_CLEANUP_FILES; i++)
-		if (!signal_also[i]) {
-			signal_also[i] = path;
-			return;
-		}
-}
-
-static void on_signal(int sig)
-{
-	/* Only async-signal-safe calls here. */
-	for (int i = 0; i < FEEDBACK_CLEANUP_FILES; i++) {
-		const char *also = signal_also[i];
-		if (also && also[0])
-			unlink(also);
-	}
-	if (signal_fb) {
-		if (signal_fb->made >= 2)
-			unlink(signal_fb->path);
-		if (signal_fb->made >= 1)
-			rmdir(signal_fb->dir);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-void feedback_cleanup_on_signals(struct feedback *fb)
-{
-	signal_fb = fb;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
-}
 
 int feedback_open_writer(const char *path, struct err *e)
 {

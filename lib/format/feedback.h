@@ -16,23 +16,18 @@
  *  - the first id must arrive within a timeout, so a consumer that is not a
  *    sampler (`forward MODEL | od`) ends with an error, not a hang;
  *  - the directory and FIFO are removed on every exit path, signals included
- *    (feedback_cleanup_on_signals).
+ *    (feedback_create registers them with lib/core/cleanup.h).
  */
 #ifndef FEEDBACK_H
 #define FEEDBACK_H
 
 #include <limits.h>
-#include <signal.h>
 #include "core/err.h"
 
 struct feedback {
 	char dir[PATH_MAX];   /* the private directory */
 	char path[PATH_MAX];  /* dir + "/ids" */
-	/* What exists, for the signal handler: 0 nothing, 1 the directory
-	 * (dir complete), 2 the FIFO too (path complete). Set right after each
-	 * is made and cleared only after both are removed, so a handler never
-	 * reads a name being written. */
-	volatile sig_atomic_t made;
+	int made;             /* what exists: 0 nothing, 1 dir, 2 the FIFO too */
 	int fd;               /* read end, non-blocking; -1 when closed */
 	char buf[64];         /* a partial line carried between reads */
 	int len;
@@ -52,21 +47,6 @@ int feedback_next(struct feedback *fb, int watch_fd, int first_timeout_ms,
 
 /* forward: closes the FIFO and removes it and its directory. Idempotent. */
 void feedback_destroy(struct feedback *fb);
-
-/* forward: on SIGINT, SIGTERM, SIGHUP and SIGPIPE, remove fb's FIFO and
- * directory and the files given to feedback_cleanup_also, then die of the
- * same signal (so the shell sees the usual status). fb may be NULL (only
- * the files); else it must stay valid until feedback_destroy. It may be
- * registered before feedback_create (fb->made tells what exists), which
- * leaves no moment where a directory exists that a signal would not
- * remove. */
-void feedback_cleanup_on_signals(struct feedback *fb);
-
-/* forward: one more file those signals remove (a temporary output file that
- * would otherwise be left half-written), up to FEEDBACK_CLEANUP_FILES; an
- * empty string is skipped. path must stay valid until the process ends. */
-#define FEEDBACK_CLEANUP_FILES 4
-void feedback_cleanup_also(const char *path);
 
 /* sample: opens the FIFO named in the stream header for writing. Fails with
  * a clear message when no forward is reading it or the path is not a FIFO.

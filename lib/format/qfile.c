@@ -352,18 +352,9 @@ struct wmat qtensor_wmat(const struct qfile *f, const struct qtensor *t)
 
 static int write_all(struct qwriter *w, const void *p, size_t n, struct err *e)
 {
-	const unsigned char *b = p;
-	while (n > 0) {
-		ssize_t k = write(w->fd, b, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return err_set(e, "%s: write: %s", w->tmp, strerror(errno));
-		}
-		b += k;
-		n -= (size_t)k;
-		w->pos += (uint64_t)k;
-	}
+	if (n && fwrite(p, 1, n, w->out.fp) != n)
+		return err_set(e, "%s: write error: %s", w->out.path, strerror(errno));
+	w->pos += n;
 	return 0;
 }
 
@@ -376,8 +367,6 @@ static int pad_to(struct qwriter *w, uint64_t off, struct err *e)
 
 static void qw_free(struct qwriter *w)
 {
-	free(w->tmp);
-	free(w->dest);
 	free(w->data_off);
 	free(w->scales_off);
 	if (w->t)
@@ -385,54 +374,30 @@ static void qw_free(struct qwriter *w)
 			free((char *)w->t[i].name);
 	free(w->t);
 	memset(w, 0, sizeof *w);
-	w->fd = -1;
 }
 
 void qw_abort(struct qwriter *w)
 {
-	if (w->fd >= 0)
-		close(w->fd);
-	if (w->tmp)
-		unlink(w->tmp);
+	outfile_abort(&w->out);
 	qw_free(w);
-}
-
-const char *qw_tmp_path(const struct qwriter *w)
-{
-	return w->tmp;
 }
 
 int qw_begin(struct qwriter *w, const char *dest, const struct qw_header *h,
 	     const struct qw_tensor *t, int n, struct err *e)
 {
 	memset(w, 0, sizeof *w);
-	w->fd = -1;
 	w->ntensors = n;
 	w->group_size = h->group_size;
-	w->dest = strdup(dest);
-	const char *slash = strrchr(dest, '/');
-	size_t dirlen = slash ? (size_t)(slash - dest + 1) : 0;
-	size_t tl = strlen(dest) + 32;
-	w->tmp = malloc(tl);
 	w->data_off = calloc(n ? n : 1, sizeof *w->data_off);
 	w->scales_off = calloc(n ? n : 1, sizeof *w->scales_off);
 	w->t = calloc(n ? n : 1, sizeof *w->t);
-	if (!w->dest || !w->tmp || !w->data_off || !w->scales_off || !w->t) {
+	if (!w->data_off || !w->scales_off || !w->t) {
 		qw_free(w);
 		return err_set(e, "%s: out of memory", dest);
 	}
-	snprintf(w->tmp, tl, "%.*s.%s.tmp.XXXXXX", (int)dirlen, dest, dest + dirlen);
-	w->fd = mkstemp(w->tmp);
-	if (w->fd < 0) {
-		int saved = errno;
+	if (outfile_open(&w->out, dest, e) < 0) {
 		qw_free(w);
-		return err_set(e, "%s: cannot create a temporary file beside it: %s",
-			       dest, strerror(saved));
-	}
-	if (fchmod(w->fd, 0644) < 0) { /* mkstemp makes 0600: a model is 0644 */
-		int saved = errno;
-		qw_abort(w);
-		return err_set(e, "%s: fchmod: %s", dest, strerror(saved));
+		return -1;
 	}
 
 	/* Layout. */
@@ -513,34 +478,10 @@ int qw_write_tensor(struct qwriter *w, const void *data, const float *scales,
 int qw_commit(struct qwriter *w, struct err *e)
 {
 	assert(w->next == w->ntensors);
-	if (fsync(w->fd) < 0) {
-		err_set(e, "%s: fsync: %s", w->tmp, strerror(errno));
-		goto fail;
+	if (outfile_commit(&w->out, e) < 0) {
+		qw_free(w);
+		return -1;
 	}
-	int fd = w->fd;
-	w->fd = -1;
-	if (close(fd) < 0) {
-		err_set(e, "%s: close: %s", w->tmp, strerror(errno));
-		goto fail;
-	}
-	if (rename(w->tmp, w->dest) < 0) {
-		err_set(e, "%s: rename: %s", w->dest, strerror(errno));
-		goto fail;
-	}
-	/* The rename itself is durable once the directory is synced. */
-	const char *slash = strrchr(w->dest, '/');
-	char *dir = slash ? strndup(w->dest, (size_t)(slash - w->dest + 1)) : strdup(".");
-	int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	free(dir);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	free(w->tmp);
-	w->tmp = NULL;  /* renamed: nothing to unlink */
 	qw_free(w);
 	return 0;
-fail:
-	qw_abort(w);
-	return -1;
 }

@@ -60,6 +60,7 @@
 #include <stdint.h>
 #include "format/config.h"
 #include "core/err.h"
+#include "core/outfile.h"
 #include "core/mapfile.h"
 #include "kernels/weights.h"
 
@@ -138,9 +139,7 @@ struct qw_tensor {
 };
 
 struct qwriter {
-	int fd;
-	char *tmp;       /* the temporary file beside the destination */
-	char *dest;
+	struct outfile out;  /* written whole: lib/core/outfile.h */
 	uint64_t pos;    /* bytes written so far */
 	int next;        /* index of the next tensor to write */
 	int ntensors;
@@ -163,16 +162,13 @@ struct qw_header {
 int qw_begin(struct qwriter *w, const char *dest, const struct qw_header *h,
 	     const struct qw_tensor *t, int n, struct err *e);
 
-/* The temporary file's path (for a signal handler that must unlink it). */
-const char *qw_tmp_path(const struct qwriter *w);
-
 /* Writes the next tensor: data (its data length) and, for int8 and int4,
  * scales. */
 int qw_write_tensor(struct qwriter *w, const void *data, const float *scales,
 		    struct err *e);
 
-/* Every tensor written: fsync, close, rename over dest, fsync the
- * directory. On failure the temporary file is removed. Frees w. */
+/* Every tensor written: the file replaces dest (outfile_commit). On
+ * failure the temporary file is removed. Frees w. */
 int qw_commit(struct qwriter *w, struct err *e);
 
 /* Removes the temporary file and frees w. */

@@ -53,13 +53,9 @@ int qwrite_model(const char *out, const struct st_file *st, const struct qw_tens
 	h->group_size = o->level == 4 ? o->group_size : 0;
 	h->embeddings = o->embeddings;
 	int n = st->ntensors;
-	struct qwriter w = { .fd = -1 };
-	if (!o->dry_run) {
-		if (qw_begin(&w, out, h, p, n, e) < 0)
-			return -1;
-		if (hooks->begin)
-			hooks->begin(hooks->arg, qw_tmp_path(&w));
-	}
+	struct qwriter w = { 0 };
+	if (!o->dry_run && qw_begin(&w, out, h, p, n, e) < 0)
+		return -1;
 	for (int i = 0; i < n; i++) {
 		const struct st_tensor *t = &st->tensors[i];
 		struct qwrite_info info = { .t = t, .type = p[i].type,

@@ -29,12 +29,11 @@ struct qwrite_info {
 	uint64_t bytes_before, bytes_after;
 };
 
-/* Hooks for the caller (any may be NULL): begin gets the temporary file's
- * path once it exists (a signal handler may unlink it; NULL on a dry run),
- * tensor is called after each tensor, i of n. A non-zero return from
- * tensor stops the write (the caller fills e). */
+/* Hooks for the caller (any may be NULL): tensor is called after each
+ * tensor, i of n. A non-zero return from tensor stops the write (the
+ * caller fills e). The temporary file is removed on exits and signals by
+ * lib/core/cleanup.h. */
 struct qwrite_hooks {
-	void (*begin)(void *arg, const char *tmp);
 	int (*tensor)(void *arg, int i, int n, const struct qwrite_info *info, struct err *e);
 	void *arg;
 };

@@ -115,58 +115,7 @@ static int *read_ids(int n_vocab, int *n_out)
 	return ids;
 }
 
-/* ---- trace files: written beside their name, renamed into place at the
- * end, removed on every other exit path ---- */
-
-struct outfile {
-	FILE *fp;
-	char path[4096], tmp[4096 + 16];
-};
-
-static struct outfile *outfiles[2];  /* --trace, --trace-attn */
-
-static void outfiles_cleanup(void)
-{
-	for (size_t i = 0; i < sizeof outfiles / sizeof outfiles[0]; i++)
-		if (outfiles[i] && outfiles[i]->tmp[0])
-			unlink(outfiles[i]->tmp);
-}
-
-static void outfile_open(struct outfile *o, const char *path)
-{
-	static int n;
-	memset(o, 0, sizeof *o);
-	snprintf(o->path, sizeof o->path, "%s", path);
-	snprintf(o->tmp, sizeof o->tmp, "%s.XXXXXX", path);
-	int fd = mkstemp(o->tmp);
-	if (fd < 0) {
-		o->tmp[0] = 0;
-		die("%s: %s", path, strerror(errno));
-	}
-	mode_t mask = umask(0);  /* mkstemp makes it 0600: give it the usual mode */
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
-	if (n == 0) {
-		atexit(outfiles_cleanup);
-		feedback_cleanup_on_signals(NULL);  /* generation adds its FIFO */
-	}
-	feedback_cleanup_also(o->tmp);
-	outfiles[n++] = o;
-	o->fp = fdopen(fd, "w");
-	if (!o->fp)
-		die("%s: %s", path, strerror(errno));
-}
-
-/* Flushes, closes and renames the file into place. */
-static void outfile_close(struct outfile *o)
-{
-	if (fflush(o->fp) != 0 || ferror(o->fp) || fsync(fileno(o->fp)) != 0 ||
-	    fclose(o->fp) != 0)
-		die("%s: write error: %s", o->path, strerror(errno));
-	if (rename(o->tmp, o->path) < 0)
-		die("%s: %s", o->path, strerror(errno));
-	o->tmp[0] = 0;
-}
+/* ---- trace files: written whole (lib/core/outfile.h) ---- */
 
 /* ---- --trace: the residual stream ---- */
 
@@ -299,7 +248,6 @@ static void fb_cleanup(void)
 static void generate(struct forward *f, int *ids, int n, int no_cache)
 {
 	struct err e;
-	feedback_cleanup_on_signals(&fb);  /* before anything exists: fb.made */
 	atexit(fb_cleanup);
 	if (feedback_create(&fb, &e) < 0)
 		die("%s", e.msg);
@@ -469,14 +417,14 @@ int main(int argc, char **argv)
 		die("out of memory");
 	struct trace tr;
 	if (trace_path) {
-		outfile_open(&tr.out, trace_path);
+		cli_outfile_open(&tr.out, trace_path);
 		tr.n_layers = m.cfg.n_layers;
 		tr.call = 0;
 		f.trace = on_trace;
 		f.trace_arg = &tr;
 	}
 	if (attn_path) {
-		outfile_open(&attn_out, attn_path);
+		cli_outfile_open(&attn_out, attn_path);
 		attn_trace_init(&attn, attn_out.fp, m.cfg.n_layers, m.cfg.n_heads);
 		f.attn_trace = attn_trace_record;
 		f.attn_arg = &attn;
@@ -488,9 +436,9 @@ int main(int argc, char **argv)
 		generate(&f, ids, n, no_cache);
 	}
 	if (trace_path)
-		outfile_close(&tr.out);
+		cli_outfile_commit(&tr.out);
 	if (attn_path) {
-		outfile_close(&attn_out);
+		cli_outfile_commit(&attn_out);
 		attn_trace_free(&attn);
 	}
 	if (verbose)

@@ -23,8 +23,6 @@
 
 #include <cJSON.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,26 +57,6 @@ static const struct cli_spec spec = {
 	.opts = opts,
 	.notes = "Progress goes to stderr. Exit status: 0 done, 1 failure, 2 usage.\n",
 };
-
-/* The temporary file a signal must remove (async-signal-safe: unlink), a
- * copy of its path so that freeing the writer never leaves it dangling. */
-static char tmp_path[4200];
-static volatile sig_atomic_t tmp_live;
-static pthread_t main_thread;
-
-static void on_signal(int sig)
-{
-	/* OpenBLAS's threads exist before main() and do not hold the signals
-	 * main holds while it creates the file: pass it on to main */
-	if (!pthread_equal(pthread_self(), main_thread)) {
-		pthread_kill(main_thread, sig);
-		return;
-	}
-	if (tmp_live)
-		unlink(tmp_path);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 /* Maps an optional file: absent is empty, any other failure dies. */
 static void map_optional(struct mapfile *m, const char *path)
@@ -120,17 +98,6 @@ struct progress {
 	const char *report_path;
 	uint64_t before, after;
 };
-
-/* The signals that must not leave a temporary file behind: blocked from
- * before the file exists until its path is recorded here. */
-static sigset_t fatal;
-
-static void on_begin(void *arg, const char *tmp)
-{
-	snprintf(tmp_path, sizeof tmp_path, "%s", tmp);
-	tmp_live = 1;
-	sigprocmask(SIG_UNBLOCK, &fatal, NULL);
-}
 
 static int on_tensor(void *arg, int i, int n, const struct qwrite_info *info, struct err *e)
 {
@@ -255,21 +222,8 @@ int main(int argc, char **argv)
 		.gen_len = gen.size ? gen.size : 2,
 		.tokenizer_json = (const char *)tok.data, .tokenizer_len = tok.size,
 	};
-	if (!dry) {
-		main_thread = pthread_self();
-		sigemptyset(&fatal);
-		sigaddset(&fatal, SIGINT);
-		sigaddset(&fatal, SIGTERM);
-		sigaddset(&fatal, SIGHUP);
-		sigprocmask(SIG_BLOCK, &fatal, NULL);
-		signal(SIGINT, on_signal);
-		signal(SIGTERM, on_signal);
-		signal(SIGHUP, on_signal);
-		signal(SIGXFSZ, SIG_IGN);  /* a size limit is a write error, handled */
-	}
-	struct qwrite_hooks hooks = { on_begin, on_tensor, &pg };
+	struct qwrite_hooks hooks = { .tensor = on_tensor, .arg = &pg };
 	int rc = qwrite_model(out, &st, plan, &h, &o, &hooks, &e);
-	tmp_live = 0;
 	if (rc < 0)
 		die_err(&e);
 	if (pg.report && (fflush(pg.report) != 0 || ferror(pg.report) || fclose(pg.report) != 0))

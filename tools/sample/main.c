@@ -152,69 +152,30 @@ static struct sampler_params params(const struct stream_header *h)
 	return p;
 }
 
-/* ---- --logprobs-file: written to a temporary file beside it and renamed
- * into place at the end, so an interrupted run leaves no partial file.
- * A path that exists and is not a plain file (a symbolic link such as
- * /dev/stderr, a FIFO, a device) is written directly: renaming onto it
- * would replace the link itself. */
+/* ---- --logprobs-file: written whole (lib/core/outfile.h), so an
+ * interrupted run leaves no partial file ---- */
 
-static FILE *lp;
-static char lp_tmp[PATH_MAX];
-
-static void lp_on_signal(int sig)
-{
-	unlink(lp_tmp);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
+static struct outfile lp_out;
+static FILE *lp;  /* lp_out.fp while open */
 
 static void lp_open(void)
 {
-	struct stat st;
-	if (lstat(logprobs_path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		lp = fopen(logprobs_path, "w");
-		if (!lp)
-			die("%s: %s", logprobs_path, strerror(errno));
-		return;
-	}
-	if (snprintf(lp_tmp, sizeof lp_tmp, "%s.XXXXXX", logprobs_path) >=
-	    (int)sizeof lp_tmp)
-		die("%s: path too long", logprobs_path);
-	int fd = mkstemp(lp_tmp);
-	if (fd < 0)
-		die("%s: %s", logprobs_path, strerror(errno));
-	struct sigaction sa = { .sa_handler = lp_on_signal };
-	int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
-	lp = fdopen(fd, "w");
-	if (!lp)
-		die("%s: %s", logprobs_path, strerror(errno));
+	cli_outfile_open(&lp_out, logprobs_path);
+	lp = lp_out.fp;
 }
 
 static void lp_close(void)
 {
 	if (!lp)
 		return;
-	if (fflush(lp) != 0 || ferror(lp) || fclose(lp) != 0) {
-		int saved = errno;
-		if (lp_tmp[0])
-			unlink(lp_tmp);
-		die("%s: write error: %s", logprobs_path, strerror(saved));
-	}
 	lp = NULL;
-	if (lp_tmp[0] && rename(lp_tmp, logprobs_path) < 0) {
-		int saved = errno;
-		unlink(lp_tmp);
-		die("%s: %s", logprobs_path, strerror(saved));
-	}
-	lp_tmp[0] = 0;
+	cli_outfile_commit(&lp_out);
 }
 
 static void lp_fail(void)
 {
-	if (lp_tmp[0])
-		unlink(lp_tmp);
+	lp = NULL;
+	outfile_abort(&lp_out);
 }
 
 /* One JSON line: the chosen token and the K most probable, with their
