@@ -226,3 +226,34 @@ out:
 	free(d);
 	return rc;
 }
+
+int manifest_check(const struct manifest *want, const struct manifest *have,
+		   const char *name, struct err *e)
+{
+	struct mdiff *d;
+	int nd;
+	if (manifest_diff(want, have, &d, &nd, e) < 0)
+		return -1;
+	int rc = 0;
+	if (nd > 0) {
+		char s1[MTENSOR_SHAPE_STR], s2[MTENSOR_SHAPE_STR];
+		const char *plural = nd > 1 ? "s" : "";
+		switch (d[0].kind) {
+		case MDIFF_MISSING:
+			rc = err_set(e, "%s: tensor '%s': missing (%d difference%s from "
+				     "config.json)", name, d[0].want->name, nd, plural);
+			break;
+		case MDIFF_UNEXPECTED:
+			rc = err_set(e, "%s: tensor '%s': unexpected (%d difference%s from "
+				     "config.json)", name, d[0].have->name, nd, plural);
+			break;
+		case MDIFF_SHAPE:
+			rc = err_set(e, "%s: tensor '%s': shape %s, config.json implies %s",
+				     name, d[0].have->name, mtensor_shape_str(d[0].have, s1),
+				     mtensor_shape_str(d[0].want, s2));
+			break;
+		}
+	}
+	free(d);
+	return rc;
+}

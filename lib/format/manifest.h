@@ -98,4 +98,13 @@ struct mdiff {
 int manifest_diff(const struct manifest *want, const struct manifest *have,
 		  struct mdiff **out, int *n, struct err *e);
 
+/* Whether the tensors of the file name (have) are those its config implies
+ * (want), for the readers that refuse a file that is not: 0, or -1 with e
+ * naming the first difference, "NAME: tensor 'X': missing (3 differences
+ * from config.json)", "... unexpected (...)", "NAME: tensor 'X': shape
+ * [4096, 256], config.json implies [100, 256]". st-inspect lists them
+ * all. */
+int manifest_check(const struct manifest *want, const struct manifest *have,
+		   const char *name, struct err *e);
+
 #endif

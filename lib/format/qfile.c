@@ -201,26 +201,14 @@ static int check_manifest(const struct qfile *f, const char *name, struct err *e
 	struct manifest want, have;
 	manifest_init(&want);
 	manifest_init(&have);
-	struct mdiff *d = NULL;
-	int nd = 0, rc = -1;
+	int rc = -1;
 	if (manifest_build(&want, &f->cfg, e) < 0)
 		goto out;
 	for (int i = 0; i < f->ntensors; i++)
 		if (manifest_add(&have, f->t[i].name, f->t[i].ndim, f->t[i].shape, e) < 0)
 			goto out;
-	if (manifest_diff(&want, &have, &d, &nd, e) < 0)
-		goto out;
-	rc = 0;
-	if (nd > 0) {
-		char tn[QF_NAME + 16];
-		const struct mtensor *m = d[0].have ? d[0].have : d[0].want;
-		json_quote(tn, sizeof tn, m->name);
-		static const char *const what[] = { "is missing", "is not in the config's model",
-						    "has a shape the config does not give it" };
-		rc = err_set(e, "%s: tensor %s %s", name, tn, what[d[0].kind]);
-	}
+	rc = manifest_check(&want, &have, name, e);
 out:
-	free(d);
 	manifest_free(&want);
 	manifest_free(&have);
 	return rc;

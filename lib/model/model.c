@@ -23,36 +23,11 @@
 static int check_manifest(const struct model *m, const char *name, struct err *e)
 {
 	struct manifest want, have;
-	struct mdiff *d = NULL;
-	int nd = 0, rc = -1;
 	manifest_init(&want);
 	manifest_init(&have);
-	if (manifest_build(&want, &m->cfg, e) < 0 ||
-	    manifest_from_st(&have, &m->st, e) < 0 ||
-	    manifest_diff(&want, &have, &d, &nd, e) < 0)
-		goto out;
-	if (nd > 0) {
-		char s1[MTENSOR_SHAPE_STR], s2[MTENSOR_SHAPE_STR];
-		switch (d[0].kind) {
-		case MDIFF_MISSING:
-			err_set(e, "%s: tensor '%s': missing (%d difference%s from "
-				"config.json)", name, d[0].want->name, nd, nd > 1 ? "s" : "");
-			break;
-		case MDIFF_UNEXPECTED:
-			err_set(e, "%s: tensor '%s': unexpected (%d difference%s from "
-				"config.json)", name, d[0].have->name, nd, nd > 1 ? "s" : "");
-			break;
-		case MDIFF_SHAPE:
-			err_set(e, "%s: tensor '%s': shape %s, config.json implies %s",
-				name, d[0].have->name, mtensor_shape_str(d[0].have, s1),
-				mtensor_shape_str(d[0].want, s2));
-			break;
-		}
-		goto out;
-	}
-	rc = 0;
-out:
-	free(d);
+	int rc = manifest_build(&want, &m->cfg, e) < 0 ||
+		 manifest_from_st(&have, &m->st, e) < 0 ||
+		 manifest_check(&want, &have, name, e) < 0 ? -1 : 0;
 	manifest_free(&want);
 	manifest_free(&have);
 	return rc;

@@ -188,19 +188,11 @@ int main(int argc, char **argv)
 	/* The file against its config, and every tensor planned, before any
 	 * byte is written. */
 	struct manifest want, have;
-	struct mdiff *diff;
-	int nd;
 	manifest_init(&want);
 	manifest_init(&have);
 	if (manifest_build(&want, &cfg, &e) < 0 || manifest_from_st(&have, &st, &e) < 0 ||
-	    manifest_diff(&want, &have, &diff, &nd, &e) < 0)
+	    manifest_check(&want, &have, mf.weights, &e) < 0)
 		die_err(&e);
-	if (nd > 0) {
-		const struct mtensor *m = diff[0].have ? diff[0].have : diff[0].want;
-		char q[256];
-		die("%s: tensor %s does not match %s (st-inspect lists the differences)",
-		    mf.weights, json_quote(q, sizeof q, m->name), mf.config);
-	}
 	struct qwrite_opts o = { .level = level, .group_size = (int)group,
 				 .embeddings = embeddings, .dry_run = dry, .rel_error = true };
 	struct qw_tensor *plan;
@@ -234,7 +226,6 @@ int main(int argc, char **argv)
 		100.0 * (double)after / (double)before, before, level,
 		embeddings ? ", embeddings too" : "");
 	free(plan);
-	free(diff);
 	manifest_free(&want);
 	manifest_free(&have);
 	mapfile_close(&cfgmap);
