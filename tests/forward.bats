@@ -114,7 +114,7 @@ no_fifo_dir() {
 
 @test "generation: a reader that goes away ends forward quietly and removes the FIFO" {
 	# 141 when forward was writing (SIGPIPE), 0 when it was waiting for the
-	# sampler and saw its stdout close: either way, quietly (STYLE.md).
+	# sampler and saw its stdout close: either way, quietly (docs/style.md).
 	run bash -c "echo 1 | forward '$SHAPES' 2> '$BATS_TEST_TMPDIR/err' | head -c 10 > /dev/null; echo \${PIPESTATUS[1]}"
 	assert_success
 	assert_output --regexp '^(0|141)$'

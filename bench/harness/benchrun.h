@@ -1,5 +1,6 @@
 /* benchrun: the measurements behind `bench` (tools/bench), one model at a
- * time, in-process through the library (DESIGN.md: no logits piped).
+ * time, in-process through the library: no logits piped, so the figures
+ * are the engine's, not the pipe's (docs/architecture.md).
  *
  * A contender is a model file opened with some model_opts (mapped, copied,
  * widened to f32). One repetition on a forward state runs what a user

@@ -19,8 +19,8 @@
  *       same writer (lib/format/qfile.h), so the bytes are identical
  *       (tests/bench.bats). The embedding is quantized too: tied, it is the
  *       LM head, the largest single read of a decode step, and the sizes
- *       the targets of DESIGN.md assume (int8 about 0.5 GB, int4 about
- *       0.28 GB for Qwen2.5-0.5B) count it quantized.
+ *       the speed targets assume (int8 about 0.5 GB, int4 about 0.28 GB
+ *       for Qwen2.5-0.5B; docs/performance.md) count it quantized.
  *
  * It lives in a cache outside the repository,
  * ${XDG_CACHE_HOME:-$HOME/.cache}/qwenpipe/synthetic-NAME-HASH/, NAME the

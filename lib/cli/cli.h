@@ -1,7 +1,7 @@
 /* cli: what every tool's main() shares, and the only part of lib/ that
  * prints or exits (on behalf of the tool that called it).
  *
- * Conventions (STYLE.md): errors are one line "prog: problem" on stderr;
+ * Conventions (docs/style.md): errors are one line "prog: problem" on stderr;
  * a runtime failure exits 1, misuse exits 2 after printing the usage line;
  * stdout is flushed and checked at exit, so a full disk is an error; a reader
  * that went away (EPIPE) ends the tool quietly with status 141; a file size
