@@ -70,7 +70,7 @@ static int out_close(struct outfile *o, int ok, const char *path, struct err *e)
 	if (ok)
 		return outfile_commit(o, e);
 	outfile_abort(o);
-	return err_set(e, "%s: write error: %s", path, strerror(errno));
+	return err_write(e, errno, "%s: write error", path);
 }
 
 static int copy_file(const char *from, const char *to, struct err *e)

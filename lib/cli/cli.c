@@ -91,6 +91,8 @@ _Noreturn void die(const char *fmt, ...)
 
 _Noreturn void die_err(const struct err *e)
 {
+	if (e->kind == ERR_WRITE && e->errnum == EPIPE)
+		cli_exit(EXIT_PIPE);
 	die("%s", e->msg);
 }
 

@@ -83,7 +83,8 @@ const char *cli_prog(void);
 /* Prints "prog: message" and exits 1. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Prints "prog: e->msg" and exits 1. */
+/* Prints "prog: e->msg" and exits 1; or, for a write whose reader went
+ * away (ERR_WRITE, EPIPE), exits 141 quietly. */
 _Noreturn void die_err(const struct err *e);
 
 /* Prints "prog: message", then "usage: ..." and exits 2. */

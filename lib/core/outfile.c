@@ -68,8 +68,7 @@ int outfile_commit(struct outfile *o, struct err *e)
 		bad = 1, saved = errno;
 	if (bad) {
 		outfile_abort(o);
-		return err_set(e, "%s: write error: %s", o->path,
-			       saved ? strerror(saved) : "unknown");
+		return err_write(e, saved, "%s: write error", o->path);
 	}
 	if (o->tmp[0]) {
 		cleanup_drop(o->tmp);

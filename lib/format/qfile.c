@@ -341,7 +341,7 @@ struct wmat qtensor_wmat(const struct qfile *f, const struct qtensor *t)
 static int write_all(struct qwriter *w, const void *p, size_t n, struct err *e)
 {
 	if (n && fwrite(p, 1, n, w->out.fp) != n)
-		return err_set(e, "%s: write error: %s", w->out.path, strerror(errno));
+		return err_write(e, errno, "%s: write error", w->out.path);
 	w->pos += n;
 	return 0;
 }

@@ -37,10 +37,7 @@ static float get_f32(const unsigned char *p)
 static int write_all(FILE *f, const void *buf, size_t n, struct err *e)
 {
 	if (n && fwrite(buf, 1, n, f) != n) {
-		int saved = errno;
-		err_set(e, "write error: %s", strerror(saved));
-		errno = saved;
-		return -1;
+		return err_write(e, errno, "write error");
 	}
 	return 0;
 }
@@ -70,7 +67,7 @@ int stream_write_header(FILE *f, const struct stream_header *h, struct err *e)
 		return -1;
 	/* The reader may wait on the header before anything else comes. */
 	if (fflush(f) != 0)
-		return err_set(e, "write error: %s", strerror(errno));
+		return err_write(e, errno, "write error");
 	return 0;
 }
 

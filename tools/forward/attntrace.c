@@ -62,7 +62,7 @@ int attn_trace_write(struct attn_trace *t, struct err *e)
 		}
 	t->call++;
 	if (ferror(t->fp))
-		return err_set(e, "write error: %s", strerror(errno));
+		return err_write(e, errno, "write error");
 	return 0;
 }
 

@@ -177,13 +177,6 @@ static int emit(void *arg, int pos, const float *logits, struct err *e)
 }
 
 /* Dies quietly (141) when the reader went away, loudly otherwise. */
-static _Noreturn void die_write(const struct err *e)
-{
-	if (errno == EPIPE)
-		cli_exit(EXIT_PIPE);
-	die("%s", e->msg);
-}
-
 static void write_header(const struct model *m, const struct forward *f,
 			 uint32_t flags, const char *fifo)
 {
@@ -203,7 +196,7 @@ static void write_header(const struct model *m, const struct forward *f,
 	snprintf(h.fifo_path, sizeof h.fifo_path, "%s", fifo);
 	struct err e;
 	if (stream_write_header(stdout, &h, &e) < 0)
-		die_write(&e);
+		die_err(&e);
 }
 
 /* Runs ids and writes their frames, whose fed ids are the last n_new of
@@ -216,15 +209,9 @@ static void eval(struct forward *f, const int *ids, int n, int n_new, int all)
 	if (attn_out.fp && attn_trace_begin(&attn, f->n_past, n, &e) < 0)
 		die("%s: %s", attn_out.path, e.msg);
 	double t0 = time_now();
-	if (forward_eval(f, ids, n, all, emit, &o, &e) < 0) {
-		if (o.frames < (all ? n : 1) && !strstr(e.msg, "write error"))
-			die("%s", e.msg);
-		die_write(&e);
-	}
-	if (fflush(stdout) != 0) {
-		err_set(&e, "write error: %s", strerror(errno));
-		die_write(&e);
-	}
+	if (forward_eval(f, ids, n, all, emit, &o, &e) < 0 ||
+	    (fflush(stdout) != 0 && err_write(&e, errno, "write error") < 0))
+		die_err(&e);  /* a reader that went away ends forward quietly */
 	double dt = time_now() - t0;
 	if (attn_out.fp && attn_trace_write(&attn, &e) < 0)
 		die("%s: %s", attn_out.path, e.msg);
