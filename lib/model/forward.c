@@ -309,6 +309,10 @@ int forward_init(struct forward *f, const struct model *m,
 	f->batch = o->batch > 0 ? o->batch : FORWARD_BATCH_DEFAULT;
 	f->gemm = o->gemm;
 	f->act8 = o->act8;
+	f->trace = o->trace;
+	f->trace_arg = o->trace_arg;
+	f->attn_trace = o->attn_trace;
+	f->attn_arg = o->attn_arg;
 	if (f->act8 && !forward_has_int_weights(m))
 		return err_set(e, "int8 activations need int8 or int4 weights; the model "
 			       "has none");

@@ -64,6 +64,19 @@
 
 /* Who multiplies a batch (>= 2 tokens) by float32 weights. bf16 and
  * quantized weights always use our kernels. */
+/* Called for the last position (pos) of each forward_eval: index 0 is the
+ * embedding output, i in 1..n_layers the output of block i - 1, n_layers + 1
+ * the output of the final RMSNorm (h has n = hidden_size floats). */
+typedef void forward_trace_fn(void *arg, int pos, int index, const float *h, int n);
+
+/* Called during attention with the weights of query head `head` at
+ * position pos of block `layer` over keys 0..pos (n = pos + 1 floats, after
+ * the softmax, valid during the call). Calls come from the pool's threads,
+ * concurrently for distinct (layer, pos, head): the callee writes only
+ * where that triple owns. Unset (NULL) it costs one test per (token, head). */
+typedef void forward_attn_fn(void *arg, int layer, int pos, int head,
+			     const float *w, int n);
+
 enum fwd_gemm {
 	FWD_GEMM_OWN,          /* our kernels, on the pool */
 	FWD_GEMM_BLAS,         /* OpenBLAS sgemm, one thread per pool thread's rows */
@@ -78,20 +91,12 @@ struct forward_opts {
 	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
 	int act8;           /* int8 activations for the int8 / int4 matrices (above);
 			     * the model must have some (forward_has_int_weights) */
+	/* Observers (NULL: none), called with their arg: */
+	forward_trace_fn *trace;     /* the residual stream (below) */
+	void *trace_arg;
+	forward_attn_fn *attn_trace; /* the attention weights (below) */
+	void *attn_arg;
 };
-
-/* Called for the last position (pos) of each forward_eval: index 0 is the
- * embedding output, i in 1..n_layers the output of block i - 1, n_layers + 1
- * the output of the final RMSNorm (h has n = hidden_size floats). */
-typedef void forward_trace_fn(void *arg, int pos, int index, const float *h, int n);
-
-/* Called during attention with the weights of query head `head` at
- * position pos of block `layer` over keys 0..pos (n = pos + 1 floats, after
- * the softmax, valid during the call). Calls come from the pool's threads,
- * concurrently for distinct (layer, pos, head): the callee writes only
- * where that triple owns. Unset (NULL) it costs one test per (token, head). */
-typedef void forward_attn_fn(void *arg, int layer, int pos, int head,
-			     const float *w, int n);
 
 /* Receives the logits of position pos (n_vocab floats, valid during the
  * call). A non-zero return stops forward_eval, which returns -1 (the
@@ -109,7 +114,7 @@ struct forward {
 	long positions;       /* positions run through the blocks since init */
 	long head_rows;       /* positions whose logits were computed */
 	size_t state_bytes;   /* run state allocated by forward_init */
-	forward_trace_fn *trace;
+	forward_trace_fn *trace;      /* from forward_opts */
 	void *trace_arg;
 	forward_attn_fn *attn_trace;
 	void *attn_arg;

@@ -176,10 +176,14 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 		exit(1);
 	}
 	struct forward f;
-	init(&f, &m, 1, cpu_detect(), 0);
+	struct forward_opts fo = { .threads = 1, .ctx = 1024, .gemm = gemm_mode,
+				   .level = cpu_detect(), .trace = on_trace };
+	if (forward_init(&f, &m, &fo, &e) < 0) {
+		fprintf(stderr, "forward_init: %s\n", e.msg);
+		exit(1);
+	}
 	int V = m.cfg.vocab_size, H = m.cfg.hidden_size, NL = m.cfg.n_layers;
 	hidden = malloc(sizeof(float) * (size_t)(NL + 2) * H);
-	f.trace = on_trace;
 	char path[512];
 	snprintf(path, sizeof path, "%s/index.json", golden_dir);
 	cJSON *index = load_json(path);

@@ -383,6 +383,18 @@ int main(int argc, char **argv)
 	if (fo.act8 && !forward_has_int_weights(&m))
 		die_usage("--int8-activations: %s has no int8 or int4 weights (quantize it "
 			  "first)", path);
+	struct trace tr = { .n_layers = m.cfg.n_layers };
+	if (trace_path) {
+		cli_outfile_open(&tr.out, trace_path);
+		fo.trace = on_trace;
+		fo.trace_arg = &tr;
+	}
+	if (attn_path) {
+		cli_outfile_open(&attn_out, attn_path);
+		attn_trace_init(&attn, attn_out.fp, m.cfg.n_layers, m.cfg.n_heads);
+		fo.attn_trace = attn_trace_record;
+		fo.attn_arg = &attn;
+	}
 	if (forward_init(&f, &m, &fo, &e) < 0)
 		die("%s: %s", path, e.msg);
 	if (verbose)
@@ -402,20 +414,6 @@ int main(int argc, char **argv)
 		    in_name, n, f.ctx);
 	if (no_cache && !(ids = realloc(ids, sizeof *ids * (size_t)f.ctx)))
 		die("out of memory");
-	struct trace tr;
-	if (trace_path) {
-		cli_outfile_open(&tr.out, trace_path);
-		tr.n_layers = m.cfg.n_layers;
-		tr.call = 0;
-		f.trace = on_trace;
-		f.trace_arg = &tr;
-	}
-	if (attn_path) {
-		cli_outfile_open(&attn_out, attn_path);
-		attn_trace_init(&attn, attn_out.fp, m.cfg.n_layers, m.cfg.n_heads);
-		f.attn_trace = attn_trace_record;
-		f.attn_arg = &attn;
-	}
 	if (score) {
 		write_header(&m, &f, all ? STREAM_FLAG_ALL : 0, "");
 		eval(&f, ids, n, n, all);
