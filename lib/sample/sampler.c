@@ -8,6 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct sampler {
+	int n_vocab;
+	struct sampler_cand *cand; /* [n_vocab] the kept tokens (sampler_kept) */
+	int n_cand;
+	const struct kernels *k;   /* softmax: the same bits on every ISA */
+	float *work;               /* [n_vocab] logits after penalty, temperature */
+	float *prob;               /* [n_vocab] softmax and heap scratch */
+	int32_t *ctx;              /* [n_vocab] distinct context ids, in order seen */
+	int n_ctx;
+	unsigned char *seen;       /* [n_vocab] 1 if the id is in ctx */
+	struct introsort_item *sortbuf; /* [n_vocab] for resolve_tie */
+	float *saved;              /* [n_vocab] logits before the penalty */
+	struct sampler_cand *heap; /* [n_vocab] top-k selection */
+};
+
 struct sampler *sampler_new(int n_vocab, struct err *e)
 {
 	if (n_vocab <= 0) {
@@ -565,4 +580,20 @@ double sampler_logsumexp(struct sampler *s, const float *logits)
 	memcpy(s->prob, logits, (size_t)n * sizeof *s->prob);
 	s->k->softmax(s->prob, n);
 	return (double)m - log((double)s->prob[i]) + log(sum_double(s->prob, n));
+}
+
+int sampler_n_vocab(const struct sampler *s)
+{
+	return s->n_vocab;
+}
+
+const struct sampler_cand *sampler_kept(const struct sampler *s, int *n)
+{
+	*n = s->n_cand;
+	return s->cand;
+}
+
+int sampler_n_context(const struct sampler *s)
+{
+	return s->n_ctx;
 }

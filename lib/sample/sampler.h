@@ -59,30 +59,25 @@ struct sampler_cand {
 	float p;
 };
 
-struct sampler {
-	int n_vocab;
-	/* Read-only for callers, valid after sampler_filter: the kept tokens
-	 * and their probabilities (softmax over the kept ones; they sum to 1
-	 * up to rounding). Sorted by descending probability when top-p ran,
-	 * else in ascending id order. */
-	struct sampler_cand *cand; /* [n_vocab] */
-	int n_cand;
-	/* Private. */
-	const struct kernels *k;   /* softmax: the same bits on every ISA */
-	float *work;               /* [n_vocab] logits after penalty, temperature */
-	float *prob;               /* [n_vocab] softmax and heap scratch */
-	int32_t *ctx;              /* [n_vocab] distinct context ids, in order seen */
-	int n_ctx;
-	unsigned char *seen;       /* [n_vocab] 1 if the id is in ctx */
-	struct introsort_item *sortbuf; /* [n_vocab] for resolve_tie */
-	float *saved;              /* [n_vocab] logits before the penalty */
-	struct sampler_cand *heap; /* [n_vocab] top-k selection */
-};
+/* Opaque: its buffers are the sampler's own (sampler.c). */
+struct sampler;
 
 /* Allocates a sampler for n_vocab tokens. Returns NULL with e set on
  * failure. Free with sampler_free. */
 struct sampler *sampler_new(int n_vocab, struct err *e);
 void sampler_free(struct sampler *s);
+
+/* The vocabulary size it was made for. */
+int sampler_n_vocab(const struct sampler *s);
+
+/* After sampler_filter: the kept tokens and their probabilities (softmax
+ * over the kept ones; they sum to 1 up to rounding), sorted by descending
+ * probability when top-p ran, else in ascending id order; valid until the
+ * next call that filters. */
+const struct sampler_cand *sampler_kept(const struct sampler *s, int *n);
+
+/* How many distinct ids the repetition penalty's context holds. */
+int sampler_n_context(const struct sampler *s);
 
 /* The double a float parameter was meant to be: the shortest decimal that
  * reads back as f (0.8f -> 0.8), since the stream header carries float32

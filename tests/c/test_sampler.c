@@ -112,21 +112,23 @@ static int golden_case(cJSON *c, char *why, size_t whylen, double *maxdiff)
 		snprintf(why, whylen, "error: %.400s", e.msg);
 		goto out;
 	}
-	int *got = malloc((size_t)s->n_cand * sizeof *got);
-	for (i = 0; i < s->n_cand; i++)
-		got[i] = s->cand[i].id;
-	qsort(got, (size_t)s->n_cand, sizeof *got, cmp_int);
-	int same = s->n_cand == nk;
+	int n_cand;
+	const struct sampler_cand *cand = sampler_kept(s, &n_cand);
+	int *got = malloc((size_t)n_cand * sizeof *got);
+	for (i = 0; i < n_cand; i++)
+		got[i] = cand[i].id;
+	qsort(got, (size_t)n_cand, sizeof *got, cmp_int);
+	int same = n_cand == nk;
 	for (i = 0; same && i < nk; i++)
 		same = got[i] == want[i];
 	if (!same) {
 		int first = 0;
-		while (first < nk && first < s->n_cand && got[first] == want[first])
+		while (first < nk && first < n_cand && got[first] == want[first])
 			first++;
 		snprintf(why, whylen, "kept %d tokens, want %d; first difference "
 			 "at rank %d: got %d, want %d (k=%d p=%g min_p=%g T=%g rp=%g, "
-			 "n=%d)", s->n_cand, nk, first,
-			 first < s->n_cand ? got[first] : -1,
+			 "n=%d)", n_cand, nk, first,
+			 first < n_cand ? got[first] : -1,
 			 first < nk ? want[first] : -1, p.top_k, p.top_p, p.min_p,
 			 p.temperature, p.repetition_penalty, n);
 		free(got);
@@ -134,14 +136,14 @@ static int golden_case(cJSON *c, char *why, size_t whylen, double *maxdiff)
 	}
 	free(got);
 	ok = 1;
-	for (i = 0; i < s->n_cand; i++) {
-		int id = s->cand[i].id;
+	for (i = 0; i < n_cand; i++) {
+		int id = cand[i].id;
 		int *w = bsearch(&id, want, (size_t)nk, sizeof *want, cmp_int);
-		double d = fabs(s->cand[i].p - wantp[w - want]);
+		double d = fabs(cand[i].p - wantp[w - want]);
 		*maxdiff = d > *maxdiff ? d : *maxdiff;
 		if (!(d <= 1e-6) && ok) {
 			snprintf(why, whylen, "token %d: probability %.9g, want %.9g",
-				 id, s->cand[i].p, wantp[w - want]);
+				 id, cand[i].p, wantp[w - want]);
 			ok = 0;
 		}
 	}
@@ -250,18 +252,18 @@ static void test_greedy_and_errors(void)
 	/* The penalty applies to greedy too (as in transformers): 3 / 2 < 2. */
 	int32_t ctx[] = { 1, 3, 1 };
 	p.repetition_penalty = 2;
-	CHECK(sampler_add_context(s, ctx, 3, &e) == 0 && s->n_ctx == 2,
-	      "distinct context ids: %d", s->n_ctx);
+	CHECK(sampler_add_context(s, ctx, 3, &e) == 0 && sampler_n_context(s) == 2,
+	      "distinct context ids: %d", sampler_n_context(s));
 	CHECK(sampler_next(s, x, &p, NULL, &e) == 4, "greedy after the penalty");
 	CHECK(x[1] == 3 && x[3] == 3, "the penalty is undone: %g %g", x[1], x[3]);
 	p.temperature = 0.5;
 	p.top_k = 2;
 	CHECK(sampler_filter(s, x, &p, &e) == 3 && x[1] == 3 && x[3] == 3, /* 4, 3, 3 */
-	      "top-k after the penalty: %d kept, logits %g %g", s->n_cand, x[1], x[3]);
+	      "top-k after the penalty: logits %g %g", x[1], x[3]);
 	p.temperature = 0;
 	p.top_k = 0;
 	sampler_clear_context(s);
-	CHECK(s->n_ctx == 0 && sampler_next(s, x, &p, NULL, &e) == 1,
+	CHECK(sampler_n_context(s) == 0 && sampler_next(s, x, &p, NULL, &e) == 1,
 	      "cleared context");
 	int32_t out_of_range = 6;
 	CHECK(sampler_add_context(s, &out_of_range, 1, &e) < 0 &&

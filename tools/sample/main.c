@@ -192,8 +192,9 @@ static void lp_write(struct sampler *s, const struct stream_frame *fr, int id,
 	for (int i = 0; i < k; i++)
 		fprintf(lp, "%s{\"id\": %d, \"logprob\": %.9g}", i ? ", " : "",
 			top[i].id, top[i].x - lse);
-	int n_after = sampler_kept_top(s, k, top);
-	fprintf(lp, "], \"kept\": %d, \"after\": [", s->n_cand);
+	int n_after = sampler_kept_top(s, k, top), n_kept;
+	sampler_kept(s, &n_kept);
+	fprintf(lp, "], \"kept\": %d, \"after\": [", n_kept);
 	for (int i = 0; i < n_after; i++)
 		fprintf(lp, "%s{\"id\": %d, \"p\": %.9g}", i ? ", " : "", top[i].id,
 			top[i].p);
