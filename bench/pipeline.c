@@ -55,7 +55,7 @@ static double in_process(struct forward *f, struct sampler *s, float *buf,
 				    .repetition_penalty = 1.1 };
 	struct rng r;
 	struct err e;
-	struct gen g = { buf, (size_t)sampler_n_vocab(s) };
+	struct gen g = { .logits = buf, .n = (size_t)sampler_n_vocab(s) };
 	rng_seed(&r, SEED);
 	forward_reset(f);
 	sampler_clear_context(s);

@@ -90,12 +90,12 @@ static int copy_file(const char *from, const char *to, struct err *e)
 
 /* ---- the bf16 safetensors ---- */
 
-struct rng {
+struct xorshift {  /* not lib/core/rng: any cheap stream of bits will do */
 	uint64_t s;
 };
 
 /* About +-0.03: random sign, exponent 2^-6 .. 2^-9, random mantissa. */
-static uint16_t rand_bf16(struct rng *r)
+static uint16_t rand_bf16(struct xorshift *r)
 {
 	r->s ^= r->s << 13;
 	r->s ^= r->s >> 7;
@@ -155,7 +155,7 @@ static int write_safetensors(const char *path, const struct manifest *m, struct 
 	int ok = fwrite(len, 1, 8, o.fp) == 8 && fwrite(json, 1, jl, o.fp) == jl;
 	for (size_t i = jl; ok && i < padded; i++)
 		ok = fputc(' ', o.fp) != EOF;
-	struct rng r = { 0x9e3779b97f4a7c15ull };
+	struct xorshift r = { .s = 0x9e3779b97f4a7c15ull };
 	for (int i = 0; ok && i < m->n; i++) {
 		int norm = mrole_of(m->t[i].name) == MROLE_NORM;
 		for (uint64_t left = mtensor_params(&m->t[i]); ok && left > 0;) {

@@ -106,7 +106,7 @@ struct pool *pool_create(int n_threads, struct err *e)
 		struct start *s = malloc(sizeof *s);
 		int rc = s ? 0 : -1;
 		if (s) {
-			*s = (struct start){ p, i };
+			*s = (struct start){ .p = p, .i = i };
 			rc = pthread_create(&p->threads[i], NULL, worker, s);
 			if (rc)
 				free(s);

@@ -21,5 +21,5 @@ struct spread spread_of(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof *v, cmp_double);
 	double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	return (struct spread){ med, v[0], v[n - 1] };
+	return (struct spread){ .median = med, .min = v[0], .max = v[n - 1] };
 }

@@ -555,7 +555,7 @@ int gguf_parse(struct gguf_file *f, const unsigned char *buf, size_t size,
 	memset(f, 0, sizeof *f);
 	f->base = buf;
 	f->size = size;
-	struct rd r = { buf, buf + size, name, "", e };
+	struct rd r = { .p = buf, .end = buf + size, .name = name, .e = e };
 	if (!buf) {
 		static const unsigned char none[1];
 		r.p = r.end = none;

@@ -205,13 +205,14 @@ int manifest_diff(const struct manifest *want, const struct manifest *have,
 	int k = 0;
 	for (i = 0; i < want->n; i++) {
 		if (!match[i])
-			d[k++] = (struct mdiff){ MDIFF_MISSING, &want->t[i], NULL };
+			d[k++] = (struct mdiff){ .kind = MDIFF_MISSING, .want = &want->t[i] };
 		else if (!same_shape(&want->t[i], match[i]))
-			d[k++] = (struct mdiff){ MDIFF_SHAPE, &want->t[i], match[i] };
+			d[k++] = (struct mdiff){ .kind = MDIFF_SHAPE, .want = &want->t[i],
+						  .have = match[i] };
 	}
 	for (j = 0; j < have->n; j++)
 		if (extra[j])
-			d[k++] = (struct mdiff){ MDIFF_UNEXPECTED, NULL, &have->t[j] };
+			d[k++] = (struct mdiff){ .kind = MDIFF_UNEXPECTED, .have = &have->t[j] };
 	if (k) {
 		*out = d;
 		d = NULL;

@@ -167,8 +167,10 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 		float *vc = f->vc + ((size_t)l * f->ctx + p0) * KV;
 		for (int t = 0; t < T; t++)
 			k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, L->attn_norm, H, eps);
-		struct mm_job qkv = { f, 3, { { &L->wq, f->q, Q }, { &L->wk, kc, KV },
-					      { &L->wv, vc, KV } }, f->xn, H, T, 0, NULL };
+		struct mm_job qkv = { .f = f, .n = 3, .mm = { { .w = &L->wq, .y = f->q, .ldy = Q },
+					{ .w = &L->wk, .y = kc, .ldy = KV },
+					{ .w = &L->wv, .y = vc, .ldy = KV } },
+				      .x = f->xn, .ldx = H, .T = T };
 		run_mm(&qkv);
 		for (int t = 0; t < T; t++) {
 			const float *cs = f->rcos + (size_t)(p0 + t) * half;
@@ -180,18 +182,21 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 			k->rope(qt, c->n_heads, hd, cs, sn);
 			k->rope(kt, c->n_kv_heads, hd, cs, sn);
 		}
-		struct att_job aj = { f, l, p0, T };
+		struct att_job aj = { .f = f, .layer = l, .p0 = p0, .T = T };
 		pool_run(f->pool, att_part, &aj);
-		struct mm_job o = { f, 1, { { &L->wo, f->tmp, H } }, f->att, Q, T, 0, NULL };
+		struct mm_job o = { .f = f, .n = 1, .mm = { { .w = &L->wo, .y = f->tmp, .ldy = H } },
+				    .x = f->att, .ldx = Q, .T = T };
 		run_mm(&o);
 		add(f->x, f->tmp, T * H);
 
 		for (int t = 0; t < T; t++)
 			k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, L->mlp_norm, H, eps);
-		struct mm_job gu = { f, 2, { { &L->gate, f->g, FF }, { &L->up, f->u, FF } },
-				     f->xn, H, T, 1, NULL };
+		struct mm_job gu = { .f = f, .n = 2, .mm = { { .w = &L->gate, .y = f->g, .ldy = FF },
+					{ .w = &L->up, .y = f->u, .ldy = FF } },
+				     .x = f->xn, .ldx = H, .T = T, .paired = 1 };
 		run_mm(&gu);
-		struct mm_job down = { f, 1, { { &L->down, f->tmp, H } }, f->g, FF, T, 0, NULL };
+		struct mm_job down = { .f = f, .n = 1, .mm = { { .w = &L->down, .y = f->tmp, .ldy = H } },
+				       .x = f->g, .ldx = FF, .T = T };
 		run_mm(&down);
 		add(f->x, f->tmp, T * H);
 		if (last)
@@ -208,8 +213,8 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 		k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, w->final_norm, H, eps);
 	if (last)
 		trace(f, p0 + T - 1, c->n_layers + 1, f->xn + (size_t)(T - 1) * H);
-	struct mm_job head = { f, 1, { { &w->lm_head, f->logits, V } },
-			       f->xn + (size_t)first * H, H, nh, 0, NULL };
+	struct mm_job head = { .f = f, .n = 1, .mm = { { .w = &w->lm_head, .y = f->logits, .ldy = V } },
+			       .x = f->xn + (size_t)first * H, .ldx = H, .T = nh };
 	run_mm(&head);
 	f->head_rows += nh;
 	for (int t = 0; t < nh; t++)

@@ -141,17 +141,21 @@ static int get(struct filler *f, const char *fmt, int layer, struct tview *v)
 	/* The manifest check guarantees presence and shape. */
 	if (f->m->qf) {
 		const struct qtensor *t = qfile_find(f->m->qf, name);
-		*v = (struct tview){ t->type, t->ndim, { t->shape[0], t->shape[1] },
-				     (uint64_t)t->shape[0] * (t->ndim == 2 ? (uint64_t)t->shape[1] : 1),
-				     t->data, t->scales };
+		*v = (struct tview){
+			.type = t->type, .ndim = t->ndim, .shape = { t->shape[0], t->shape[1] },
+			.nelem = (uint64_t)t->shape[0] * (t->ndim == 2 ? (uint64_t)t->shape[1] : 1),
+			.data = t->data, .scales = t->scales,
+		};
 		return 0;
 	}
 	const struct st_tensor *t = st_find(&f->m->st, name);
 	if (dtype_ok(t, f->name, f->e) < 0)
 		return -1;
-	*v = (struct tview){ t->dtype == ST_BF16 ? WT_BF16 : WT_F32, t->ndim,
-			     { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 }, t->nelem,
-			     t->data, NULL };
+	*v = (struct tview){
+		.type = t->dtype == ST_BF16 ? WT_BF16 : WT_F32, .ndim = t->ndim,
+		.shape = { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 }, .nelem = t->nelem,
+		.data = t->data,
+	};
 	return 0;
 }
 
@@ -219,7 +223,7 @@ static int fill(struct model *m, const char *name, int f32, struct err *e)
 	}
 	if (!m->vecs || !m->w.layers || (f32 && !m->wide))
 		return err_set(e, "%s: out of memory", name);
-	struct filler f = { m, name, m->vecs, m->wide, e };
+	struct filler f = { .m = m, .name = name, .vec = m->vecs, .wide = m->wide, .e = e };
 	if (matrix(&f, &m->w.embed, "model.embed_tokens.weight", 0) < 0)
 		return -1;
 	for (int l = 0; l < c->n_layers; l++) {

@@ -514,7 +514,7 @@ static int parse_merges(struct load *L)
 					     ia < 0 ? p->na : ib < 0 ? p->nb : p->na + p->nb));
 			goto out;
 		}
-		m[i] = (struct bpe_merge){ ia, ib, iab };
+		m[i] = (struct bpe_merge){ .left = ia, .right = ib, .merged = iab };
 		guess = iab;
 	}
 	rc = bpe_init(&L->t->bpe, m, n, r->e);

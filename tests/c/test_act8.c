@@ -299,7 +299,8 @@ int main(void)
 {
 	printf("act8: %s%s\n", cpu_level_name(cpu_detect()),
 	       quant_has_vnni() ? " + VNNI" : " (no VNNI: the scalar reference throughout)");
-	struct qscheme int8 = { WT_Q8, 0, false, false }, int4e = { WT_Q4, 32, true, false };
+	struct qscheme int8 = { .type = WT_Q8 },
+		       int4e = { .type = WT_Q4, .group_size = 32, .embeddings = true };
 	check_case("data/shakespeare-tiny", "tests/golden/shakespeare-tiny/citizen.json", &int8, 1);
 	check_case("data/shakespeare-tiny", "tests/golden/shakespeare-tiny/citizen.json", &int4e, 0);
 	check_case("tests/fixtures/qwen-shapes", "tests/golden/qwen-shapes/rand33.json", &int8, 0);

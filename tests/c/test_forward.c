@@ -204,7 +204,8 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 				 cJSON_GetObjectItem(c, "all_logits")->valuestring);
 			all_ref = floats(path, (size_t)n * V);
 		}
-		struct golden_run r = { c, V, n, 1, all_ref, malloc(sizeof(float) * V), 0, 0 };
+		struct golden_run r = { .c = c, .V = V, .n = n, .all = 1, .all_logits = all_ref,
+					.last = malloc(sizeof(float) * V) };
 		forward_reset(&f);
 		CHECK(forward_eval(&f, ids, n, 1, on_logits, &r, &e) == 0, "%s: %s", name, e.msg);
 		double d = check_max_abs(r.last, last_ref, V, NULL);

@@ -43,7 +43,7 @@ int main(void)
 				/* Every 100th run after a pause long enough that the
 				 * workers stop polling and sleep. */
 				if (pause && r % 100 == 0)
-					nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+					nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
 				pool_run(p, part, &j);
 				/* Every part of this run has returned. */
 				for (int i = 0; i < n; i++)

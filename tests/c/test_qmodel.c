@@ -48,7 +48,8 @@ static void run(const struct model *m, const int *ids, int n, float *all, int *g
 		fprintf(stderr, "forward_init: %s\n", e.msg);
 		exit(1);
 	}
-	struct run r = { m->cfg.vocab_size, all, malloc(sizeof(float) * m->cfg.vocab_size) };
+	struct run r = { .V = m->cfg.vocab_size, .all = all,
+			 .last = malloc(sizeof(float) * m->cfg.vocab_size) };
 	CHECK(forward_eval(&f, ids, n, 1, keep, &r, &e) == 0, "eval: %s", e.msg);
 	r.all = NULL;
 	for (int i = 0; i < 48; i++) {
@@ -107,8 +108,9 @@ static void simulated(const char *model_dir, const char *case_json, const struct
 
 int main(void)
 {
-	struct qscheme int8e = { WT_Q8, 0, true, false }, int4e = { WT_Q4, 32, true, false },
-		       int8 = { WT_Q8, 0, false, false }, int4g64 = { WT_Q4, 64, false, false };
+	struct qscheme int8e = { .type = WT_Q8, .embeddings = true },
+		       int4e = { .type = WT_Q4, .group_size = 32, .embeddings = true },
+		       int8 = { .type = WT_Q8 }, int4g64 = { .type = WT_Q4, .group_size = 64 };
 	simulated("data/shakespeare-tiny", "tests/golden/shakespeare-tiny/citizen.json", &int8e);
 	simulated("data/shakespeare-tiny", "tests/golden/shakespeare-tiny/citizen.json", &int4e);
 	simulated("tests/fixtures/qwen-shapes", "tests/golden/qwen-shapes/rand33.json", &int8);

@@ -25,7 +25,7 @@ static void test_rng(void)
 		CHECK(v == sm[i], "splitmix64 output %d: %016llx, want %016llx", i,
 		      (unsigned long long)v, (unsigned long long)sm[i]);
 	}
-	struct rng r = { { 1, 2, 3, 4 } };
+	struct rng r = { .s = { 1, 2, 3, 4 } };
 	uint64_t xo[5] = { 0x2d00, 0, 0x5a007080, 0x10e0000000009d80ull,
 			   0x10e0b61ce1009d80ull };
 	for (int i = 0; i < 5; i++) {

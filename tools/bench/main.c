@@ -157,12 +157,12 @@ static void add_spread(cJSON *o, const char *k, struct spread s)
  * the median maps to the median, min and max swap. */
 static struct spread spread_rate(struct spread t, double num)
 {
-	return (struct spread){ num / t.median, num / t.max, num / t.min };
+	return (struct spread){ .median = num / t.median, .min = num / t.max, .max = num / t.min };
 }
 
 static struct spread spread_scale(struct spread s, double k)
 {
-	return (struct spread){ s.median * k, s.min * k, s.max * k };
+	return (struct spread){ .median = s.median * k, .min = s.min * k, .max = s.max * k };
 }
 
 static cJSON *record(const char *kind, const struct bench_machine *mc, double load)
@@ -452,7 +452,8 @@ static const char *str(const cJSON *o, const char *k)
 static struct spread get_spread(const cJSON *o, const char *k)
 {
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, k);
-	return (struct spread){ num(s, "median"), num(s, "min"), num(s, "max") };
+	return (struct spread){ .median = num(s, "median"), .min = num(s, "min"),
+				.max = num(s, "max") };
 }
 
 static void report_md(cJSON **recs, int n)

@@ -203,8 +203,8 @@ static void write_header(const struct model *m, const struct forward *f,
  * them (with all, each frame's own); -v reports the timing. */
 static void eval(struct forward *f, const int *ids, int n, int n_new, int all)
 {
-	struct out o = { all ? ids : ids + n - n_new, all ? 1 : n_new,
-			 f->m->cfg.vocab_size, 0 };
+	struct out o = { .fed = all ? ids : ids + n - n_new, .n_fed = all ? 1 : n_new,
+			 .vocab = f->m->cfg.vocab_size };
 	struct err e;
 	if (attn_out.fp && attn_trace_begin(&attn, f->n_past, n, &e) < 0)
 		die("%s: %s", attn_out.path, e.msg);

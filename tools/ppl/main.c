@@ -110,7 +110,8 @@ static int parse_level(const char *s, int group, struct level *l)
 		if (strncmp(s, q[i], n) != 0 || (s[n] && s[n] != '+'))
 			continue;
 		l->kind = LV_QUANT;
-		l->qs = (struct qscheme){ i ? WT_Q4 : WT_Q8, i ? group : 0, false, i == 2 };
+		l->qs = (struct qscheme){ .type = i ? WT_Q4 : WT_Q8, .group_size = i ? group : 0,
+					  .rtn = i == 2 };
 		/* Suffixes, each at most once, in any order. */
 		for (const char *p = s + n; *p;) {
 			if (!strncmp(p, "+embed", 6) && !l->qs.embeddings) {

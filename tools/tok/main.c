@@ -322,9 +322,11 @@ static int cmd_chat(const struct opts *o)
 		if (!msgs)
 			die("out of memory");
 		if (o->system)
-			msgs[count++] = (struct chat_msg){ strdup("system"), strdup(o->system) };
+			msgs[count++] = (struct chat_msg){ .role = strdup("system"),
+						     .content = strdup(o->system) };
 		if (o->user)
-			msgs[count++] = (struct chat_msg){ strdup("user"), strdup(o->user) };
+			msgs[count++] = (struct chat_msg){ .role = strdup("user"),
+						     .content = strdup(o->user) };
 	} else {
 		size_t n;
 		char *s = slurp("-", &n, &e);
