@@ -13,12 +13,10 @@
  * thread when the machine is oversubscribed), about 30 us in all, then
  * sleeps on the condition variable. The steps of a forward pass follow each
  * other within microseconds, so the next job is usually caught while
- * polling; between tokens threads sleep and take no CPU from anyone.
- * Measured with build/bench/pool (an empty pool_run on 2 threads) on this
- * shared machine (load 12 to 13 on 2 cores, so only indicative): 0.4 to 27
- * us with this polling, 4 to 16 us with SPIN 0 (the condition variable
- * alone), up to 266 us with SPIN_PAUSE = SPIN (pause only: a spinning
- * thread starved the other). */
+ * polling; between tokens threads sleep and take no CPU from anyone. Pause
+ * only (SPIN_PAUSE = SPIN) let a spinning thread starve the other. The
+ * measurements behind both numbers, with their command (build/bench/pool),
+ * are in docs/performance.md ("The forward pass"). */
 #define SPIN 1000
 #define SPIN_PAUSE 200
 

@@ -9,11 +9,11 @@
  * therefore lands on the same column of a row in a later block, at least
  * PREFETCH_MIN bytes (about half a microsecond of DRAM streaming) ahead.
  *
- * The distance was measured (int8, the 494 MB of Qwen2.5-0.5B's matrices,
- * one thread): 512 bytes ahead in the same row, as the kernels did before,
- * fell inside rows of the current block that were already on their way and
- * ran no faster than no prefetch at all (7.3 GB/s); one block ahead gave
- * 12.1 GB/s, 8 KiB rounded up to whole blocks 12.8, 16 to 64 KiB no more.
+ * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
+ * falls inside rows of the current block that are already on their way,
+ * and gains nothing. The distance was chosen by measurement (over the int8
+ * matrices of Qwen2.5-0.5B, one thread); the figures and the command are
+ * in docs/performance.md.
  */
 #ifndef PREFETCH_H
 #define PREFETCH_H

@@ -22,7 +22,8 @@
  *         the golden's `int4g32` baseline: scale = max|group| / 7, codes in
  *         [-7, 7]; ppl reports both.) A search for the scale minimising
  *         each group's squared error was tried and measured: it cuts the
- *         weight error but raised perplexity above the baseline (README).
+ *         weight error but raised perplexity above the baseline
+ *         (docs/quantization.md).
  *
  * int4 packing (the contract of WT_Q4 data): row r takes cols / 2 bytes at
  * data + r * cols / 2. The row is cut into blocks of Q4_BLOCK = 32 weights;

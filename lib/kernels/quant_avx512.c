@@ -41,8 +41,8 @@ static inline A q8_step(const int8_t *q, const float *x, A acc)
  * reads only the low 4 bits of each index, so the dwords index a table of
  * the 16 codes' floats (-8 .. 7) directly for the low nibbles, and after
  * one shift for the high ones: two shuffles and a shift per 32 weights
- * instead of masking, subtracting and converting (measured in the README,
- * bench: int4 kernel). float(q) is exact, so the order and the bits are
+ * instead of masking, subtracting and converting (measured:
+ * docs/performance.md, the int4 kernel). float(q) is exact, so the order and the bits are
  * those of the reference. */
 static inline void q4_widen(const uint8_t *p, A *lo, A *hi)
 {

@@ -25,7 +25,7 @@
  * set to one thread so it never competes with the pool, except with
  * FWD_GEMM_BLAS_THREADS, where float32 batch products run on OpenBLAS's own
  * threads while the pool sleeps. The default is our own kernels for every
- * product: measured faster here (README, `forward`: performance).
+ * product: measured faster (docs/performance.md, "The forward pass").
  *
  * Int8 activations (act8, `--int8-activations`): every product by an int8
  * or int4 matrix (lib/kernels/quant.h) quantizes its input to int8 in blocks of 32

@@ -15,9 +15,9 @@
  * they live:
  *  - by default the file, once validated through the mapping, is read into
  *    anonymous memory the model owns (the data section 64-byte aligned):
- *    file-backed pages left untouched for a while are dropped by the kernel
- *    on these VMs and come back from disk at the next token, anonymous ones
- *    stay (README, `forward`, has the measurements);
+ *    file-backed pages left untouched for a while may be dropped by the
+ *    kernel and come back from disk at the next token, anonymous ones stay
+ *    (docs/performance.md has the measurements);
  *  - mmap: the views point into the read-only mapping itself (no copy, no
  *    load time); a file whose tensors are not aligned to their element size
  *    is copied anyway;
