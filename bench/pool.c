@@ -23,7 +23,7 @@ static void nothing(void *arg, int i, int n)
 int main(void)
 {
 	struct err e;
-	struct pool *p = pool_create(2, &e);
+	struct pool *p = pool_new(2, &e);
 	if (!p) {
 		fprintf(stderr, "bench/pool: %s\n", e.msg);
 		return 1;

@@ -50,7 +50,7 @@ int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct e
 	double *gbs = malloc(sizeof *gbs * (size_t)reps);
 	struct job *j = calloc(1, sizeof *j);
 	unsigned char *buf = aligned_alloc(PAGE, pages * PAGE);
-	struct pool *p = gbs && j && buf ? pool_create(threads, e) : NULL;
+	struct pool *p = gbs && j && buf ? pool_new(threads, e) : NULL;
 	if (!p) {
 		free(gbs);
 		free(j);

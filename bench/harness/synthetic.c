@@ -189,11 +189,11 @@ static int write_container(const char *path, const char *dir, const struct st_fi
 	}
 	struct qwrite_opts o = { .level = level, .group_size = Q4_DEFAULT_GROUP,
 				 .embeddings = true };
-	struct qw_tensor *plan;
+	struct qfile_entry *plan;
 	if (qwrite_plan(st, &o, &plan, e) < 0)
 		goto done;
 	static const char empty[] = "{}";
-	struct qw_header h = {
+	struct qfile_header h = {
 		.config_json = (const char *)mf[0].data, .config_len = mf[0].size,
 		.gen_json = mf[1].size ? (const char *)mf[1].data : empty,
 		.gen_len = mf[1].size ? mf[1].size : 2,

@@ -81,7 +81,7 @@ static void *worker(void *v)
 	return NULL;
 }
 
-struct pool *pool_create(int n_threads, struct err *e)
+struct pool *pool_new(int n_threads, struct err *e)
 {
 	struct pool *p = calloc(1, sizeof *p);
 	if (!p || n_threads < 1) {

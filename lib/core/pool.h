@@ -23,7 +23,7 @@ typedef void pool_fn(void *arg, int i, int n);
 
 /* Creates a pool of n_threads (>= 1; the caller counts as one, so n - 1
  * threads are started). The caller frees it with pool_destroy. */
-struct pool *pool_create(int n_threads, struct err *e);
+struct pool *pool_new(int n_threads, struct err *e);
 
 int pool_threads(const struct pool *p);
 

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int feedback_create(struct feedback *fb, struct err *e)
+int feedback_open(struct feedback *fb, struct err *e)
 {
 	memset(fb, 0, sizeof *fb);
 	fb->fd = -1;

@@ -16,7 +16,7 @@
  *  - the first id must arrive within a timeout, so a consumer that is not a
  *    sampler (`forward MODEL | od`) ends with an error, not a hang;
  *  - the directory and FIFO are removed on every exit path, signals included
- *    (feedback_create registers them with lib/core/cleanup.h).
+ *    (feedback_open registers them with lib/core/cleanup.h).
  */
 #ifndef FEEDBACK_H
 #define FEEDBACK_H
@@ -35,7 +35,7 @@ struct feedback {
 };
 
 /* forward: creates the directory and the FIFO and opens the read end. */
-int feedback_create(struct feedback *fb, struct err *e);
+int feedback_open(struct feedback *fb, struct err *e);
 
 /* forward: waits for the next id. Returns 1 and sets *id; 0 when the sampler
  * closed the FIFO or the reader of watch_fd (forward's stdout) went away;

@@ -52,7 +52,7 @@ bool qfile_quantizes(const char *name, int ndim, bool embeddings)
 	return ndim == 2 && (embeddings || strcmp(name, QF_EMBED_NAME) != 0);
 }
 
-uint64_t qf_data_len(enum wtype t, int ndim, const int64_t *shape)
+uint64_t qfile_data_len(enum wtype t, int ndim, const int64_t *shape)
 {
 	uint64_t n = (uint64_t)shape[0] * (ndim == 2 ? (uint64_t)shape[1] : 1);
 	switch (t) {
@@ -64,7 +64,7 @@ uint64_t qf_data_len(enum wtype t, int ndim, const int64_t *shape)
 	return 0;
 }
 
-uint64_t qf_scales_len(enum wtype t, const int64_t *shape, int group_size)
+uint64_t qfile_scales_len(enum wtype t, const int64_t *shape, int group_size)
 {
 	if (t == WT_Q8)
 		return (uint64_t)shape[0] * 4;
@@ -170,7 +170,7 @@ static int check_entry(struct qfile *f, int i, const unsigned char *p,
 	t->data_off = rd64(p + 104);
 	t->data_len = rd64(p + 112);
 	t->scales_off = rd64(p + 120);
-	uint64_t dl = qf_data_len(t->type, t->ndim, t->shape);
+	uint64_t dl = qfile_data_len(t->type, t->ndim, t->shape);
 	if (t->data_len != dl)
 		return err_set(e, "%s: tensor %s: data length %" PRIu64 ", expected %" PRIu64 " for %s",
 			       name, tn, t->data_len, dl, type_names[t->type]);
@@ -184,7 +184,7 @@ static int check_entry(struct qfile *f, int i, const unsigned char *p,
 				       type_names[t->type]);
 		return 0;
 	}
-	uint64_t sl = qf_scales_len(t->type, t->shape, f->group_size);
+	uint64_t sl = qfile_scales_len(t->type, t->shape, f->group_size);
 	if (region(tn, "scales", t->scales_off, sl, prev_end, size, name, e) < 0)
 		return -1;
 	t->scales = (const float *)(const void *)(f->base + t->scales_off);
@@ -338,7 +338,7 @@ struct wmat qtensor_wmat(const struct qfile *f, const struct qtensor *t)
 
 /* ---- writing ---- */
 
-static int write_all(struct qwriter *w, const void *p, size_t n, struct err *e)
+static int write_all(struct qfile_writer *w, const void *p, size_t n, struct err *e)
 {
 	if (n && fwrite(p, 1, n, w->out.fp) != n)
 		return err_write(e, errno, "%s: write error", w->out.path);
@@ -347,13 +347,13 @@ static int write_all(struct qwriter *w, const void *p, size_t n, struct err *e)
 }
 
 /* Zero padding up to off. */
-static int pad_to(struct qwriter *w, uint64_t off, struct err *e)
+static int pad_to(struct qfile_writer *w, uint64_t off, struct err *e)
 {
 	static const unsigned char zero[QF_ALIGN];
 	return write_all(w, zero, (size_t)(off - w->pos), e);
 }
 
-static void qw_free(struct qwriter *w)
+static void qfile_writer_free(struct qfile_writer *w)
 {
 	free(w->data_off);
 	free(w->scales_off);
@@ -364,14 +364,14 @@ static void qw_free(struct qwriter *w)
 	memset(w, 0, sizeof *w);
 }
 
-void qw_abort(struct qwriter *w)
+void qfile_write_abort(struct qfile_writer *w)
 {
 	outfile_abort(&w->out);
-	qw_free(w);
+	qfile_writer_free(w);
 }
 
-int qw_begin(struct qwriter *w, const char *dest, const struct qw_header *h,
-	     const struct qw_tensor *t, int n, struct err *e)
+int qfile_write_begin(struct qfile_writer *w, const char *dest, const struct qfile_header *h,
+	     const struct qfile_entry *t, int n, struct err *e)
 {
 	memset(w, 0, sizeof *w);
 	w->ntensors = n;
@@ -380,11 +380,11 @@ int qw_begin(struct qwriter *w, const char *dest, const struct qw_header *h,
 	w->scales_off = calloc(n ? n : 1, sizeof *w->scales_off);
 	w->t = calloc(n ? n : 1, sizeof *w->t);
 	if (!w->data_off || !w->scales_off || !w->t) {
-		qw_free(w);
+		qfile_writer_free(w);
 		return err_set(e, "%s: out of memory", dest);
 	}
 	if (outfile_open(&w->out, dest, e) < 0) {
-		qw_free(w);
+		qfile_writer_free(w);
 		return -1;
 	}
 
@@ -396,12 +396,12 @@ int qw_begin(struct qwriter *w, const char *dest, const struct qw_header *h,
 		w->t[i] = t[i];
 		w->t[i].name = strdup(t[i].name);
 		if (!w->t[i].name || strlen(t[i].name) >= QF_NAME) {
-			qw_abort(w);
+			qfile_write_abort(w);
 			return err_set(e, "%s: tensor name too long or out of memory", dest);
 		}
 		w->data_off[i] = align_up(pos);
-		pos = w->data_off[i] + qf_data_len(t[i].type, t[i].ndim, t[i].shape);
-		uint64_t sl = qf_scales_len(t[i].type, t[i].shape, h->group_size);
+		pos = w->data_off[i] + qfile_data_len(t[i].type, t[i].ndim, t[i].shape);
+		uint64_t sl = qfile_scales_len(t[i].type, t[i].shape, h->group_size);
 		if (sl) {
 			w->scales_off[i] = align_up(pos);
 			pos = w->scales_off[i] + sl;
@@ -437,25 +437,25 @@ int qw_begin(struct qwriter *w, const char *dest, const struct qw_header *h,
 		wr64(ent + 88, (uint64_t)t[i].shape[0]);
 		wr64(ent + 96, t[i].ndim == 2 ? (uint64_t)t[i].shape[1] : 0);
 		wr64(ent + 104, w->data_off[i]);
-		wr64(ent + 112, qf_data_len(t[i].type, t[i].ndim, t[i].shape));
+		wr64(ent + 112, qfile_data_len(t[i].type, t[i].ndim, t[i].shape));
 		wr64(ent + 120, w->scales_off[i]);
 		if (write_all(w, ent, sizeof ent, e) < 0)
 			goto fail;
 	}
 	return 0;
 fail:
-	qw_abort(w);
+	qfile_write_abort(w);
 	return -1;
 }
 
-int qw_write_tensor(struct qwriter *w, const void *data, const float *scales,
+int qfile_write_tensor(struct qfile_writer *w, const void *data, const float *scales,
 		    struct err *e)
 {
-	const struct qw_tensor *t = &w->t[w->next];
+	const struct qfile_entry *t = &w->t[w->next];
 	if (pad_to(w, w->data_off[w->next], e) < 0 ||
-	    write_all(w, data, qf_data_len(t->type, t->ndim, t->shape), e) < 0)
+	    write_all(w, data, qfile_data_len(t->type, t->ndim, t->shape), e) < 0)
 		return -1;
-	uint64_t sl = qf_scales_len(t->type, t->shape, w->group_size);
+	uint64_t sl = qfile_scales_len(t->type, t->shape, w->group_size);
 	if (sl && (pad_to(w, w->scales_off[w->next], e) < 0 ||
 		   write_all(w, scales, sl, e) < 0))
 		return -1;
@@ -463,13 +463,13 @@ int qw_write_tensor(struct qwriter *w, const void *data, const float *scales,
 	return 0;
 }
 
-int qw_commit(struct qwriter *w, struct err *e)
+int qfile_write_commit(struct qfile_writer *w, struct err *e)
 {
 	assert(w->next == w->ntensors);
 	if (outfile_commit(&w->out, e) < 0) {
-		qw_free(w);
+		qfile_writer_free(w);
 		return -1;
 	}
-	qw_free(w);
+	qfile_writer_free(w);
 	return 0;
 }

@@ -131,24 +131,24 @@ const char *qfile_type_name(enum wtype t);
 
 /* What the writer needs of each tensor up front (the whole layout is
  * decided before the first byte is written). */
-struct qw_tensor {
+struct qfile_entry {
 	const char *name;
 	enum wtype type;
 	int ndim;
 	int64_t shape[2];
 };
 
-struct qwriter {
+struct qfile_writer {
 	struct outfile out;  /* written whole: lib/core/outfile.h */
 	uint64_t pos;    /* bytes written so far */
 	int next;        /* index of the next tensor to write */
 	int ntensors;
 	uint64_t *data_off, *scales_off; /* per tensor */
 	int group_size;
-	struct qw_tensor *t;  /* copies of the names */
+	struct qfile_entry *t;  /* copies of the names */
 };
 
-struct qw_header {
+struct qfile_header {
 	int level, group_size;
 	bool embeddings;
 	const char *config_json, *gen_json, *tokenizer_json;
@@ -158,24 +158,24 @@ struct qw_header {
 /* Creates a temporary file beside dest (dest's directory, ".NAME.tmp.XXXXXX"),
  * lays out every tensor and writes the header, the JSON texts and the index.
  * On failure nothing is left on disk. The caller then writes each tensor in
- * order with qw_write_tensor and ends with qw_commit or qw_abort. */
-int qw_begin(struct qwriter *w, const char *dest, const struct qw_header *h,
-	     const struct qw_tensor *t, int n, struct err *e);
+ * order with qfile_write_tensor and ends with qfile_write_commit or qfile_write_abort. */
+int qfile_write_begin(struct qfile_writer *w, const char *dest, const struct qfile_header *h,
+	     const struct qfile_entry *t, int n, struct err *e);
 
 /* Writes the next tensor: data (its data length) and, for int8 and int4,
  * scales. */
-int qw_write_tensor(struct qwriter *w, const void *data, const float *scales,
+int qfile_write_tensor(struct qfile_writer *w, const void *data, const float *scales,
 		    struct err *e);
 
 /* Every tensor written: the file replaces dest (outfile_commit). On
  * failure the temporary file is removed. Frees w. */
-int qw_commit(struct qwriter *w, struct err *e);
+int qfile_write_commit(struct qfile_writer *w, struct err *e);
 
 /* Removes the temporary file and frees w. */
-void qw_abort(struct qwriter *w);
+void qfile_write_abort(struct qfile_writer *w);
 
 /* Bytes of a tensor's data and scales in the container. */
-uint64_t qf_data_len(enum wtype t, int ndim, const int64_t *shape);
-uint64_t qf_scales_len(enum wtype t, const int64_t *shape, int group_size);
+uint64_t qfile_data_len(enum wtype t, int ndim, const int64_t *shape);
+uint64_t qfile_scales_len(enum wtype t, const int64_t *shape, int group_size);
 
 #endif

@@ -354,7 +354,7 @@ int forward_init(struct forward *f, const struct model *m,
 	}
 	rope_table(f);
 	openblas_set_num_threads(f->gemm == FWD_GEMM_BLAS_THREADS ? f->threads : 1);
-	f->pool = pool_create(f->threads, e);
+	f->pool = pool_new(f->threads, e);
 	if (!f->pool) {
 		forward_free(f);
 		return -1;

@@ -11,10 +11,10 @@ static enum wtype kept_type(const struct st_tensor *t)
 }
 
 int qwrite_plan(const struct st_file *st, const struct qwrite_opts *o,
-		struct qw_tensor **out, struct err *e)
+		struct qfile_entry **out, struct err *e)
 {
 	int n = st->ntensors;
-	struct qw_tensor *p = calloc((size_t)(n ? n : 1), sizeof *p);
+	struct qfile_entry *p = calloc((size_t)(n ? n : 1), sizeof *p);
 	if (!p)
 		return err_set(e, "out of memory");
 	for (int i = 0; i < n; i++) {
@@ -25,7 +25,7 @@ int qwrite_plan(const struct st_file *st, const struct qwrite_opts *o,
 			free(p);
 			return QWRITE_EDTYPE;
 		}
-		p[i] = (struct qw_tensor){ .name = t->name, .ndim = t->ndim, .type = kept_type(t),
+		p[i] = (struct qfile_entry){ .name = t->name, .ndim = t->ndim, .type = kept_type(t),
 			.shape = { t->shape[0], t->ndim == 2 ? t->shape[1] : 0 } };
 		if (!qfile_quantizes(t->name, t->ndim, o->embeddings))
 			continue;
@@ -42,8 +42,8 @@ int qwrite_plan(const struct st_file *st, const struct qwrite_opts *o,
 	return 0;
 }
 
-int qwrite_model(const char *out, const struct st_file *st, const struct qw_tensor *p,
-		 struct qw_header *h, const struct qwrite_opts *o,
+int qwrite_model(const char *out, const struct st_file *st, const struct qfile_entry *p,
+		 struct qfile_header *h, const struct qwrite_opts *o,
 		 const struct qwrite_hooks *hooks, struct err *e)
 {
 	static const struct qwrite_hooks none = { 0 };
@@ -53,15 +53,15 @@ int qwrite_model(const char *out, const struct st_file *st, const struct qw_tens
 	h->group_size = o->level == 4 ? o->group_size : 0;
 	h->embeddings = o->embeddings;
 	int n = st->ntensors;
-	struct qwriter w = { 0 };
-	if (!o->dry_run && qw_begin(&w, out, h, p, n, e) < 0)
+	struct qfile_writer w = { 0 };
+	if (!o->dry_run && qfile_write_begin(&w, out, h, p, n, e) < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
 		const struct st_tensor *t = &st->tensors[i];
 		struct qwrite_info info = { .t = t, .type = p[i].type,
 					    .bytes_before = t->end - t->begin };
-		uint64_t dl = qf_data_len(p[i].type, p[i].ndim, p[i].shape);
-		uint64_t sl = qf_scales_len(p[i].type, p[i].shape, h->group_size);
+		uint64_t dl = qfile_data_len(p[i].type, p[i].ndim, p[i].shape);
+		uint64_t sl = qfile_scales_len(p[i].type, p[i].shape, h->group_size);
 		info.bytes_after = dl + sl;
 		const void *data = t->data;
 		void *qdata = NULL;
@@ -86,15 +86,15 @@ int qwrite_model(const char *out, const struct st_file *st, const struct qw_tens
 			}
 			data = qdata;
 		}
-		int bad = !o->dry_run && qw_write_tensor(&w, data, scales, e) < 0;
+		int bad = !o->dry_run && qfile_write_tensor(&w, data, scales, e) < 0;
 		free(qdata);
 		free(scales);
 		if (bad || (hooks->tensor && hooks->tensor(hooks->arg, i, n, &info, e) != 0))
 			goto fail;
 	}
-	return o->dry_run ? 0 : qw_commit(&w, e);
+	return o->dry_run ? 0 : qfile_write_commit(&w, e);
 fail:
 	if (!o->dry_run)
-		qw_abort(&w);
+		qfile_write_abort(&w);
 	return -1;
 }

@@ -45,14 +45,14 @@ struct qwrite_hooks {
  * of tensor 'x'"), with e filled. */
 enum { QWRITE_EDTYPE = -1, QWRITE_EGROUP = -2 };
 int qwrite_plan(const struct st_file *st, const struct qwrite_opts *o,
-		struct qw_tensor **plan, struct err *e);
+		struct qfile_entry **plan, struct err *e);
 
 /* Writes the model (st planned by qwrite_plan, with the JSON texts of h,
  * whose level, group size and embeddings flag are set from o) to out,
  * atomically (lib/format/qfile.h): on failure nothing is left on disk. Returns 0
  * or -1 with e filled. */
-int qwrite_model(const char *out, const struct st_file *st, const struct qw_tensor *plan,
-		 struct qw_header *h, const struct qwrite_opts *o,
+int qwrite_model(const char *out, const struct st_file *st, const struct qfile_entry *plan,
+		 struct qfile_header *h, const struct qwrite_opts *o,
 		 const struct qwrite_hooks *hooks, struct err *e);
 
 #endif

@@ -32,8 +32,8 @@ int main(void)
 	struct err e;
 	for (int n = 1; n <= MAXN; n++)
 		for (int pause = 0; pause <= 1; pause++) {
-			struct pool *p = pool_create(n, &e);
-			CHECK(p && pool_threads(p) == n, "pool_create(%d)", n);
+			struct pool *p = pool_new(n, &e);
+			CHECK(p && pool_threads(p) == n, "pool_new(%d)", n);
 			if (!p)
 				continue;
 			struct job j = { 0 };
@@ -57,7 +57,7 @@ int main(void)
 			      "before their part ran", n, pause, wrong, stale);
 			pool_destroy(p);
 		}
-	CHECK(pool_create(0, &e) == NULL, "pool_create(0) fails");
+	CHECK(pool_new(0, &e) == NULL, "pool_new(0) fails");
 
 	/* pool_split: parts in order, aligned, covering [0, len) once. */
 	int lens[] = { 0, 1, 15, 16, 17, 151936, 4864 };

@@ -64,7 +64,7 @@ static void play(struct run *r)
 {
 	struct err e;
 	struct feedback fb;
-	CHECK(feedback_create(&fb, &e) == 0, "feedback_create: %s", e.msg);
+	CHECK(feedback_open(&fb, &e) == 0, "feedback_open: %s", e.msg);
 	int in[2], out[2];
 	if (pipe(in) < 0 || pipe(out) < 0)
 		abort();

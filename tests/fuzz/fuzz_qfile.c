@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (t->data_len)
 			FUZZ_CHECK(d[t->data_len - 1] + 1 > 0);
 		if (t->scales) {
-			uint64_t sl = qf_scales_len(t->type, t->shape, f.group_size);
+			uint64_t sl = qfile_scales_len(t->type, t->shape, f.group_size);
 			const unsigned char *s = (const unsigned char *)t->scales;
 			FUZZ_CHECK(s >= buf && sl <= size - (size_t)(s - buf));
 			FUZZ_CHECK(isfinite(t->scales[sl / 4 - 1]));

@@ -236,7 +236,7 @@ static void generate(struct forward *f, int *ids, int n, int no_cache)
 {
 	struct err e;
 	atexit(fb_cleanup);
-	if (feedback_create(&fb, &e) < 0)
+	if (feedback_open(&fb, &e) < 0)
 		die("%s", e.msg);
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
 	eval(f, ids, n, n, 0);

@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 		die_err(&e);
 	struct qwrite_opts o = { .level = level, .group_size = (int)group,
 				 .embeddings = embeddings, .dry_run = dry, .rel_error = true };
-	struct qw_tensor *plan;
+	struct qfile_entry *plan;
 	switch (qwrite_plan(&st, &o, &plan, &e)) {
 	case QWRITE_EDTYPE: die("%s: %s", mf.weights, e.msg);
 	case QWRITE_EGROUP: die_usage("--group-size: %s", e.msg);
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 	if (mapfile_open(&cfgmap, mf.config, &e) < 0)
 		die_err(&e);
 	static const char empty_json[] = "{}";
-	struct qw_header h = {
+	struct qfile_header h = {
 		.config_json = (const char *)cfgmap.data, .config_len = cfgmap.size,
 		.gen_json = gen.size ? (const char *)gen.data : empty_json,
 		.gen_len = gen.size ? gen.size : 2,

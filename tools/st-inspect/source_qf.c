@@ -99,7 +99,7 @@ int source_open_qf(struct source *s, const char *path, struct err *e)
 			return -1;
 		}
 		uint64_t end = t->scales ? t->scales_off +
-			qf_scales_len(t->type, t->shape, f->group_size) : t->data_off + t->data_len;
+			qfile_scales_len(t->type, t->shape, f->group_size) : t->data_off + t->data_len;
 		s->t[i] = (struct src_tensor){
 			.name = t->name,
 			.dtype = dtype_names[t->type],
