@@ -79,7 +79,7 @@ static void vprint(const char *pre, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
-_Noreturn void die(const char *fmt, ...)
+_Noreturn void cli_die(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -89,14 +89,14 @@ _Noreturn void die(const char *fmt, ...)
 	exit(EXIT_FAIL);
 }
 
-_Noreturn void die_err(const struct err *e)
+_Noreturn void cli_die_err(const struct err *e)
 {
 	if (e->kind == ERR_WRITE && e->errnum == EPIPE)
 		cli_exit(EXIT_PIPE);
-	die("%s", e->msg);
+	cli_die("%s", e->msg);
 }
 
-_Noreturn void die_usage(const char *fmt, ...)
+_Noreturn void cli_die_usage(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -107,7 +107,7 @@ _Noreturn void die_usage(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
-void warn(const char *fmt, ...)
+void cli_warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -115,21 +115,21 @@ void warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-long flag_long(const char *flag, const char *val, long min, long max)
+long cli_flag_long(const char *flag, const char *val, long min, long max)
 {
 	struct err e;
 	long v;
 	if (parse_long(val, min, max, &v, &e) < 0)
-		die_usage("%s: %s", flag, e.msg);
+		cli_die_usage("%s: %s", flag, e.msg);
 	return v;
 }
 
-double flag_double(const char *flag, const char *val, double min, double max)
+double cli_flag_double(const char *flag, const char *val, double min, double max)
 {
 	struct err e;
 	double v;
 	if (parse_double(val, min, max, &v, &e) < 0)
-		die_usage("%s: %s", flag, e.msg);
+		cli_die_usage("%s: %s", flag, e.msg);
 	return v;
 }
 
@@ -137,14 +137,14 @@ void cli_outfile_open(struct outfile *o, const char *path)
 {
 	struct err e;
 	if (outfile_open(o, path, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 }
 
 void cli_outfile_commit(struct outfile *o)
 {
 	struct err e;
 	if (outfile_commit(o, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 }
 
 void cli_refuse_binary_tty(void)
@@ -330,14 +330,14 @@ int cli_getopt(int argc, char **argv, const char **val)
 		cli_exit(EXIT_OK);
 	case ':':
 		if (optopt && optopt < CLI_LONG && strncmp(arg, "--", 2))
-			die_usage("-%c: needs a value", optopt);
-		die_usage("%s: needs a value", arg);
+			cli_die_usage("-%c: needs a value", optopt);
+		cli_die_usage("%s: needs a value", arg);
 	case '?':
 		if (!strncmp(arg, "--", 2) && strchr(arg, '=') && optopt)
-			die_usage("%.*s: takes no value", (int)strcspn(arg, "="), arg);
+			cli_die_usage("%.*s: takes no value", (int)strcspn(arg, "="), arg);
 		if (optopt && optopt < CLI_LONG && strncmp(arg, "--", 2))
-			die_usage("unknown option '-%c'", optopt);
-		die_usage("unknown option '%s'", arg);
+			cli_die_usage("unknown option '-%c'", optopt);
+		cli_die_usage("unknown option '%s'", arg);
 	}
 	return c;
 }

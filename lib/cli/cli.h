@@ -6,7 +6,7 @@
  * stdout is flushed and checked at exit, so a full disk is an error; a reader
  * that went away (EPIPE) ends the tool quietly with status 141; a file size
  * limit (SIGXFSZ, ignored) is a write error like a full disk. One error
- * line per run: after die(), the exit flush reports nothing more.
+ * line per run: after cli_die(), the exit flush reports nothing more.
  */
 #ifndef CLI_H
 #define CLI_H
@@ -81,22 +81,22 @@ int cli_getopt(int argc, char **argv, const char **val);
 const char *cli_prog(void);
 
 /* Prints "prog: message" and exits 1. */
-_Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "prog: e->msg" and exits 1; or, for a write whose reader went
  * away (ERR_WRITE, EPIPE), exits 141 quietly. */
-_Noreturn void die_err(const struct err *e);
+_Noreturn void cli_die_err(const struct err *e);
 
 /* Prints "prog: message", then "usage: ..." and exits 2. */
-_Noreturn void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void cli_die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "prog: warning: message" on stderr. */
-void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Checked flag values: on failure, a usage error naming the flag and the
  * allowed range ("prog: --top-p: 1.5 is out of range [0, 1]"). */
-long flag_long(const char *flag, const char *val, long min, long max);
-double flag_double(const char *flag, const char *val, double min, double max);
+long cli_flag_long(const char *flag, const char *val, long min, long max);
+double cli_flag_double(const char *flag, const char *val, double min, double max);
 
 /* Flushes stdout and exits: 0, or 141 quietly if the reader went away, or 1
  * with a message on any other write error (ENOSPC, EIO). Tools that stop

@@ -2,7 +2,7 @@
  *
  * A tool that creates something temporary (a file renamed into place when
  * complete, forward's FIFO and its directory) registers its path here.
- * The paths still registered are removed when the process exits (die()
+ * The paths still registered are removed when the process exits (cli_die()
  * included) and on SIGINT, SIGTERM, SIGHUP and SIGPIPE, after which the
  * process dies of the same signal, so the shell sees the usual status
  * (SIGPIPE stays ignored if the tool ignores it before the first

@@ -113,7 +113,7 @@ static int parse_weights(const char *s, int *modes)
 {
 	char buf[256];
 	if (strlen(s) >= sizeof buf)
-		die_usage("--weights: list too long");
+		cli_die_usage("--weights: list too long");
 	snprintf(buf, sizeof buf, "%s", s);
 	int n = 0;
 	for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -121,12 +121,12 @@ static int parse_weights(const char *s, int *modes)
 		while (m < W_N && strcmp(tok, weights_names[m]))
 			m++;
 		if (m == W_N)
-			die_usage("--weights: '%s' is not mapped, copied or f32", tok);
+			cli_die_usage("--weights: '%s' is not mapped, copied or f32", tok);
 		if (n < W_N)
 			modes[n++] = m;
 	}
 	if (n == 0)
-		die_usage("--weights: empty list");
+		cli_die_usage("--weights: empty list");
 	return n;
 }
 
@@ -169,7 +169,7 @@ static cJSON *record(const char *kind, const struct bench_machine *mc, double lo
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
-		die("out of memory");
+		cli_die("out of memory");
 	cJSON_AddStringToObject(o, "bench", kind);
 	cJSON_AddStringToObject(o, "date", mc->date);
 	cJSON_AddStringToObject(o, "commit", mc->commit);
@@ -244,14 +244,14 @@ static void measure_open(struct contender *c, const struct opts *o)
 	struct err e;
 	double before = bench_rss_reset();
 	if (bench_open(&c->b, &e) < 0 || !(c->s = sampler_new(c->b.m.cfg.vocab_size, &e)))
-		die_err(&e);
+		cli_die_err(&e);
 	struct forward f;
 	struct forward_opts fo = { .threads = 1, .ctx = o->prompt + o->tokens + 1,
 				   .level = cpu_level_env(NULL), .act8 = c->b.act8 };
 	struct bench_rep r;
 	if (forward_init(&f, &c->b.m, &fo, &e) < 0 || bench_run(&f, c->s, o->prompt,
 								 o->tokens, &r, &e) < 0)
-		die("%s: %s", c->b.path, e.msg);
+		cli_die("%s: %s", c->b.path, e.msg);
 	c->b.rss_mib = bench_rss_peak() - before;
 	forward_free(&f);
 }
@@ -594,21 +594,21 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'p': o.prompt = (int)flag_long("--prompt", v, 1, 4096); break;
-		case 'n': o.tokens = (int)flag_long("--tokens", v, 1, 4096); break;
-		case 'r': o.reps = (int)flag_long("--reps", v, 1, 1000); break;
+		case 'p': o.prompt = (int)cli_flag_long("--prompt", v, 1, 4096); break;
+		case 'n': o.tokens = (int)cli_flag_long("--tokens", v, 1, 4096); break;
+		case 'r': o.reps = (int)cli_flag_long("--reps", v, 1, 1000); break;
 		case 't': {
 			long t[MAX_THREADS];
 			struct err e;
 			if (parse_long_list(v, 1, 256, t, MAX_THREADS, &o.n_threads, &e) < 0)
-				die_usage("--threads: %s", e.msg);
+				cli_die_usage("--threads: %s", e.msg);
 			for (int i = 0; i < o.n_threads; i++)
 				o.threads[i] = (int)t[i];
 			break;
 		}
 		case 'o':
 			if (strcmp(v, "md") && strcmp(v, "jsonl") && strcmp(v, "csv"))
-				die_usage("--output: '%s' is not md, jsonl or csv", v);
+				cli_die_usage("--output: '%s' is not md, jsonl or csv", v);
 			o.output = v;
 			break;
 		case 'w': o.n_weights = parse_weights(v, o.weights); break;
@@ -617,7 +617,7 @@ int main(int argc, char **argv)
 		case OPT_CONFIG: o.config = v; break;
 		case OPT_MEMBW: o.membw_only = 1; break;
 		case OPT_MEMBW_MIB:
-			o.membw_bytes = (size_t)flag_long("--membw-mib", v, 1, 1 << 20) << 20;
+			o.membw_bytes = (size_t)cli_flag_long("--membw-mib", v, 1, 1 << 20) << 20;
 			break;
 		case OPT_NO_SGEMM: o.sgemm = 0; break;
 		case OPT_RECORD: o.record = v; break;
@@ -625,29 +625,29 @@ int main(int argc, char **argv)
 		case OPT_LLAMA: o.llama = v; break;
 		case OPT_GGUF:
 			if (o.n_gguf == MAX_CONTENDERS)
-				die_usage("--gguf: more than %d files", MAX_CONTENDERS);
+				cli_die_usage("--gguf: more than %d files", MAX_CONTENDERS);
 			o.gguf[o.n_gguf++] = v;
 			break;
 		}
 	}
 	int n_models = argc - optind;
 	if (o.membw_only && (n_models > 0 || o.synthetic))
-		die_usage("--membw: measures bandwidth only, without MODEL or --synthetic");
+		cli_die_usage("--membw: measures bandwidth only, without MODEL or --synthetic");
 	if (!o.membw_only && !o.synthetic && n_models == 0)
-		die_usage("missing MODEL (or --synthetic, --membw)");
+		cli_die_usage("missing MODEL (or --synthetic, --membw)");
 	if (no_record && o.record)
-		die_usage("--record and --no-record");
+		cli_die_usage("--record and --no-record");
 	if (o.llama && o.n_gguf == 0)
-		die_usage("--llama-bench: needs the models' GGUF files (--gguf FILE, one per MODEL)");
+		cli_die_usage("--llama-bench: needs the models' GGUF files (--gguf FILE, one per MODEL)");
 	if (o.n_gguf && !o.llama)
-		die_usage("--gguf: needs --llama-bench PATH");
+		cli_die_usage("--gguf: needs --llama-bench PATH");
 	if (o.llama && o.membw_only)
-		die_usage("--membw: measures bandwidth only, without --llama-bench");
+		cli_die_usage("--membw: measures bandwidth only, without --llama-bench");
 	if (o.llama && access(o.llama, X_OK) != 0)
-		die("--llama-bench: %s: %m", o.llama);
+		cli_die("--llama-bench: %s: %m", o.llama);
 	for (int g = 0; g < o.n_gguf; g++)
 		if (access(o.gguf[g], R_OK) != 0)
-			die("--gguf: %s: %m", o.gguf[g]);
+			cli_die("--gguf: %s: %m", o.gguf[g]);
 	if (o.n_threads == 0) {
 		o.threads[o.n_threads++] = 1;
 		if (cpu_cores() > 1)
@@ -665,7 +665,7 @@ int main(int argc, char **argv)
 	}
 	FILE *rec = NULL;
 	if (o.record && !(rec = fopen(o.record, "a")))
-		die("%s: %m", o.record);
+		cli_die("%s: %m", o.record);
 	struct err e;
 
 	/* The contenders: the synthetic models first, then MODEL..., each
@@ -676,23 +676,23 @@ int main(int argc, char **argv)
 	int np = 0;
 	if (o.synthetic) {
 		if (synthetic_ensure(&syn, o.config, note_write, NULL, &e) < 0)
-			die_err(&e);
+			cli_die_err(&e);
 		paths[np] = syn.dir, labels[np++] = "synthetic";
 		paths[np] = syn.q8, labels[np++] = "synthetic";
 		paths[np] = syn.q4, labels[np++] = "synthetic";
 	}
 	for (int i = optind; i < argc; i++) {
 		if (np == MAX_CONTENDERS)
-			die_usage("more than %d models", MAX_CONTENDERS);
+			cli_die_usage("more than %d models", MAX_CONTENDERS);
 		paths[np] = argv[i], labels[np++] = NULL;
 	}
 	if (o.llama && o.n_gguf != np)
-		die_usage("--gguf: %d file%s for %d model%s (one per MODEL, in order; "
+		cli_die_usage("--gguf: %d file%s for %d model%s (one per MODEL, in order; "
 			  "--synthetic's three first)", o.n_gguf, o.n_gguf == 1 ? "" : "s", np,
 			  np == 1 ? "" : "s");
 	struct contender *cs = calloc((size_t)np * W_N * 2 + 1, sizeof *cs);
 	if (!cs)
-		die("out of memory");
+		cli_die("out of memory");
 	int nc = 0, n_act8 = 0;
 	for (int i = 0; i < np; i++)
 		for (int w = 0; w < o.n_weights; w++) {
@@ -717,7 +717,7 @@ int main(int argc, char **argv)
 			}
 		}
 	if (o.act8 && n_act8 == 0)
-		die_usage("--int8-activations: no int8 or int4 container among the models "
+		cli_die_usage("--int8-activations: no int8 or int4 container among the models "
 			  "(quantize one, or --synthetic)");
 
 	struct bench_machine mc;
@@ -733,7 +733,7 @@ int main(int argc, char **argv)
 			 o.n_weights > 1 ? " " : "", o.n_weights > 1 ? cs[i].b.weights : "");
 		cs[i].reps = calloc((size_t)(o.n_threads * o.reps), sizeof *cs[i].reps);
 		if (!cs[i].reps)
-			die("out of memory");
+			cli_die("out of memory");
 	}
 
 	/* Bandwidth at every thread count, in this run. */
@@ -742,7 +742,7 @@ int main(int argc, char **argv)
 		progress("memory bandwidth, %d threads", o.threads[t]);
 		if (membw_measure(&bw[t], o.threads[t], o.membw_bytes, MEMBW_REPS_DEFAULT,
 				  &e) < 0)
-			die_err(&e);
+			cli_die_err(&e);
 	}
 
 	/* The kernels' ceilings, one per precision (bench_kernel_gbs) and
@@ -759,7 +759,7 @@ int main(int argc, char **argv)
 				 cs[i].b.act8 ? "+a8" : "");
 			if (bench_kernel_gbs(kern, t, cs[i].b.act8, H, H, KERNEL_REPS,
 					     &kgbs[slot], &e) < 0)
-				die_err(&e);
+				cli_die_err(&e);
 			kdone[slot] = 1;
 		}
 		cs[i].kernel_gbs = kgbs[slot];
@@ -770,7 +770,7 @@ int main(int argc, char **argv)
 	struct llama_result *lr = calloc((size_t)(o.n_threads * o.reps * o.n_gguf) + 1,
 					 sizeof *lr);
 	if (!sgemm || !lr)
-		die("out of memory");
+		cli_die("out of memory");
 	for (int t = 0; t < o.n_threads && nc > 0; t++) {
 		struct forward_opts fo = { .threads = o.threads[t],
 					   .ctx = o.prompt + o.tokens + 1,
@@ -780,19 +780,19 @@ int main(int argc, char **argv)
 			fo.act8 = cs[i].b.act8;
 			if (forward_init(&cs[i].f, &cs[i].b.m, &fo, &e) < 0 ||
 			    bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens, &warm, &e) < 0)
-				die("%s: %s", cs[i].b.path, e.msg);
+				cli_die("%s: %s", cs[i].b.path, e.msg);
 		}
 		for (int r = 0; r < o.reps; r++) {
 			progress("%d threads, repetition %d of %d", o.threads[t], r + 1, o.reps);
 			for (int i = 0; i < nc; i++)
 				if (bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens,
 					      &cs[i].reps[t * o.reps + r], &e) < 0)
-					die("%s: %s", cs[i].b.path, e.msg);
+					cli_die("%s: %s", cs[i].b.path, e.msg);
 			if (o.llama && llama_bench_run(o.llama, o.gguf, o.n_gguf, o.prompt,
 						       o.tokens, o.threads[t],
 						       llama_at(lr, &o, t, r, 0),
 						       &e) < 0)
-				die_err(&e);
+				cli_die_err(&e);
 		}
 		for (int i = 0; i < nc; i++)
 			forward_free(&cs[i].f);
@@ -800,7 +800,7 @@ int main(int argc, char **argv)
 			progress("OpenBLAS sgemm, %d threads", o.threads[t]);
 			if (bench_sgemm_prefill(&cs[0].b.m.cfg, o.prompt, o.threads[t], o.reps,
 						sgemm + t * o.reps, &e) < 0)
-				die_err(&e);
+				cli_die_err(&e);
 		}
 	}
 	if (isatty(STDERR_FILENO))
@@ -810,7 +810,7 @@ int main(int argc, char **argv)
 	int nrec = o.n_threads * (1 + nc + (o.sgemm && nc > 0) + (o.llama ? o.n_gguf + nc : 0)) + 8;
 	cJSON **recs = calloc((size_t)nrec, sizeof *recs);
 	if (!recs)
-		die("out of memory");
+		cli_die("out of memory");
 	int k = 0;
 	for (int t = 0; t < o.n_threads; t++) {
 		cJSON *j = recs[k++] = record("membw", &mc, load);
@@ -853,15 +853,15 @@ int main(int argc, char **argv)
 	for (int i = 0; i < k; i++) {
 		char *line = cJSON_PrintUnformatted(recs[i]);
 		if (!line)
-			die("out of memory");
+			cli_die("out of memory");
 		if (rec && fprintf(rec, "%s\n", line) < 0)
-			die("%s: write error", o.record);
+			cli_die("%s: write error", o.record);
 		if (!strcmp(o.output, "jsonl"))
 			printf("%s\n", line);
 		free(line);
 	}
 	if (rec && (fflush(rec) != 0 || ferror(rec) || fclose(rec) != 0))
-		die("%s: write error", o.record);
+		cli_die("%s: write error", o.record);
 	if (!strcmp(o.output, "md")) {
 		emit_md_header(&mc, load, &o, o.synthetic ? syn.dir : NULL);
 		report_md(recs, k);

@@ -110,7 +110,7 @@ static int *read_ids(int n_vocab, int *n_out)
 	int *ids = text ? idtext_parse(text, in_name, n_vocab, &n, &e) : NULL;
 	free(text);
 	if (!ids)
-		die_err(&e);
+		cli_die_err(&e);
 	*n_out = (int)n;
 	return ids;
 }
@@ -164,7 +164,7 @@ static int emit(void *arg, int pos, const float *logits, struct err *e)
 	static int warned;
 	for (int i = 0; i < o->vocab && !warned; i++)
 		if (!isfinite(logits[i])) {
-			warn("position %d: logit %d is %g (NaN or Inf in the weights? "
+			cli_warn("position %d: logit %d is %g (NaN or Inf in the weights? "
 			     "st-inspect --check finds them)", pos, i, logits[i]);
 			warned = 1;
 		}
@@ -196,7 +196,7 @@ static void write_header(const struct model *m, const struct forward *f,
 	snprintf(h.fifo_path, sizeof h.fifo_path, "%s", fifo);
 	struct err e;
 	if (stream_write_header(stdout, &h, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 }
 
 /* Runs ids and writes their frames, whose fed ids are the last n_new of
@@ -207,14 +207,14 @@ static void eval(struct forward *f, const int *ids, int n, int n_new, int all)
 			 .vocab = f->m->cfg.vocab_size };
 	struct err e;
 	if (attn_out.fp && attn_trace_begin(&attn, f->n_past, n, &e) < 0)
-		die("%s: %s", attn_out.path, e.msg);
+		cli_die("%s: %s", attn_out.path, e.msg);
 	double t0 = time_now();
 	if (forward_eval(f, ids, n, all, emit, &o, &e) < 0 ||
 	    (fflush(stdout) != 0 && err_write(&e, errno, "write error") < 0))
-		die_err(&e);  /* a reader that went away ends forward quietly */
+		cli_die_err(&e);  /* a reader that went away ends forward quietly */
 	double dt = time_now() - t0;
 	if (attn_out.fp && attn_trace_write(&attn, &e) < 0)
-		die("%s: %s", attn_out.path, e.msg);
+		cli_die("%s: %s", attn_out.path, e.msg);
 	if (verbose)
 		fprintf(stderr, "forward: %d token%s at position %d in %.1f ms (%.1f tok/s)\n",
 			n, n == 1 ? "" : "s", f->n_past - n, dt * 1e3, n / dt);
@@ -237,21 +237,21 @@ static void generate(struct forward *f, int *ids, int n, int no_cache)
 	struct err e;
 	atexit(fb_cleanup);
 	if (feedback_open(&fb, &e) < 0)
-		die("%s", e.msg);
+		cli_die("%s", e.msg);
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
 	eval(f, ids, n, n, 0);
 	for (;;) {
 		int id;
 		int r = feedback_next(&fb, STDOUT_FILENO, FIRST_ID_TIMEOUT_MS, &id, &e);
 		if (r < 0)
-			die("%s", e.msg);
+			cli_die("%s", e.msg);
 		if (r == 0)
 			break;
 		if (id >= f->m->cfg.vocab_size)
-			die("%s: id %d is outside the vocabulary (0..%d)", fb.path, id,
+			cli_die("%s: id %d is outside the vocabulary (0..%d)", fb.path, id,
 			    f->m->cfg.vocab_size - 1);
 		if (f->n_past >= f->ctx) {
-			warn("context full (%d positions, --ctx); stopping", f->ctx);
+			cli_warn("context full (%d positions, --ctx); stopping", f->ctx);
 			break;
 		}
 		if (no_cache) {
@@ -273,7 +273,7 @@ static void dump(int top)
 	struct stream_frame fr = { 0 };
 	struct err e;
 	if (stream_read_header(stdin, &h, in_name, &e) < 0)
-		die("%s", e.msg);
+		cli_die("%s", e.msg);
 	printf("# vocab %u, eos", h.n_vocab);
 	for (uint32_t i = 0; i < h.n_eos; i++)
 		printf(" %d", h.eos_ids[i]);
@@ -281,7 +281,7 @@ static void dump(int top)
 	       "score");
 	int *best = malloc(sizeof(int) * (size_t)top);
 	if (!best)
-		die("out of memory");
+		cli_die("out of memory");
 	int r;
 	while ((r = stream_read_frame(stdin, &h, &fr, in_name, &e)) == 1) {
 		int k = 0;
@@ -304,7 +304,7 @@ static void dump(int top)
 		putchar('\n');
 	}
 	if (r < 0)
-		die("%s", e.msg);
+		cli_die("%s", e.msg);
 	free(best);
 	stream_frame_free(&fr);
 }
@@ -334,8 +334,8 @@ int main(int argc, char **argv)
 		case 'T': trace_path = v; break;
 		case OPT_TRACE_ATTN: attn_path = v; break;
 		case OPT_NO_CACHE: no_cache = 1; break;
-		case 't': fo.threads = (int)flag_long("--threads", v, 1, 256); break;
-		case 'c': fo.ctx = (int)flag_long("--ctx", v, 1, 1 << 24); break;
+		case 't': fo.threads = (int)cli_flag_long("--threads", v, 1, 256); break;
+		case 'c': fo.ctx = (int)cli_flag_long("--ctx", v, 1, 1 << 24); break;
 		case OPT_F32: mo.f32 = 1; break;
 		case OPT_MMAP: mo.mmap = 1; break;
 		case OPT_ACT8: fo.act8 = 1; break;
@@ -347,30 +347,30 @@ int main(int argc, char **argv)
 			else if (!strcmp(v, "blas-threads"))
 				fo.gemm = FWD_GEMM_BLAS_THREADS;
 			else
-				die_usage("--gemm: '%s' is not own, blas or blas-threads", v);
+				cli_die_usage("--gemm: '%s' is not own, blas or blas-threads", v);
 			break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
-		case OPT_TOP: top = (int)flag_long("--top", v, 1, 1000); break;
+		case OPT_TOP: top = (int)cli_flag_long("--top", v, 1, 1000); break;
 		}
 	}
 	if (do_dump) {
 		if (optind != argc)
-			die_usage("--dump takes no model");
+			cli_die_usage("--dump takes no model");
 		dump(top);
 		cli_exit(EXIT_OK);
 	}
 	if (optind + 1 != argc)
-		die_usage(optind == argc ? "no model given" : "one model only");
+		cli_die_usage(optind == argc ? "no model given" : "one model only");
 	cli_refuse_binary_tty();
 	if (stdout_is_file())
 		score = 1;
 	if (all && !score)
-		die_usage("--all needs --score (or stdout a file)");
+		cli_die_usage("--all needs --score (or stdout a file)");
 	int bad_env;
 	fo.level = cpu_level_env(&bad_env);
 	if (bad_env)
-		warn("QWENPIPE_SIMD: unknown value '%s' ignored", getenv("QWENPIPE_SIMD"));
+		cli_warn("QWENPIPE_SIMD: unknown value '%s' ignored", getenv("QWENPIPE_SIMD"));
 
 	const char *path = argv[optind];
 	struct model m;
@@ -378,10 +378,10 @@ int main(int argc, char **argv)
 	struct err e;
 	double t0 = time_now();
 	if (model_load(&m, path, &mo, &e) < 0)
-		die("%s", e.msg);
+		cli_die("%s", e.msg);
 	double t1 = time_now();
 	if (fo.act8 && !forward_has_int_weights(&m))
-		die_usage("--int8-activations: %s has no int8 or int4 weights (quantize it "
+		cli_die_usage("--int8-activations: %s has no int8 or int4 weights (quantize it "
 			  "first)", path);
 	struct trace tr = { .n_layers = m.cfg.n_layers };
 	if (trace_path) {
@@ -396,7 +396,7 @@ int main(int argc, char **argv)
 		fo.attn_arg = &attn;
 	}
 	if (forward_init(&f, &m, &fo, &e) < 0)
-		die("%s: %s", path, e.msg);
+		cli_die("%s: %s", path, e.msg);
 	if (verbose)
 		fprintf(stderr, "forward: %s: loaded in %.1f ms; weights %.1f MiB (%s%s), "
 			"run state %.1f MiB (ctx %d, batch %d); %s kernels%s, %d thread%s\n",
@@ -410,10 +410,10 @@ int main(int argc, char **argv)
 	int n;
 	int *ids = read_ids(m.cfg.vocab_size, &n);
 	if (n > f.ctx)
-		die("%s: %d ids do not fit in the context of %d positions (--ctx)",
+		cli_die("%s: %d ids do not fit in the context of %d positions (--ctx)",
 		    in_name, n, f.ctx);
 	if (no_cache && !(ids = realloc(ids, sizeof *ids * (size_t)f.ctx)))
-		die("out of memory");
+		cli_die("out of memory");
 	if (score) {
 		write_header(&m, &f, all ? STREAM_FLAG_ALL : 0, "");
 		eval(&f, ids, n, n, all);

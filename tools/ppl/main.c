@@ -135,7 +135,7 @@ static char *read_all(const char *path, size_t *len)
 	struct err e;
 	char *text = slurp(path, len, &e);
 	if (!text)
-		die_err(&e);
+		cli_die_err(&e);
 	return text;
 }
 
@@ -149,7 +149,7 @@ static int *read_ids(const char *path, long *n)
 	int *ids = idtext_parse(text, strcmp(path, "-") ? path : "<stdin>", INT_MAX, n, &e);
 	free(text);
 	if (!ids)
-		die_err(&e);
+		cli_die_err(&e);
 	return ids;
 }
 
@@ -158,12 +158,12 @@ static int *tokenize(const char *text_path, const char *tok_path, long *n)
 	struct err e;
 	struct tokenizer *t = tok_load(tok_path, &e);
 	if (!t)
-		die_err(&e);
+		cli_die_err(&e);
 	size_t len;
 	char *text = read_all(text_path, &len);
 	struct idvec iv = { 0 };
 	if (tok_encode(t, (const unsigned char *)text, len, 0, &iv, NULL, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	free(text);
 	tok_free(t);
 	*n = (long)iv.n;
@@ -183,7 +183,7 @@ static void load(struct model *m, const char *path, const struct level *l)
 	struct err e;
 	if (model_load(m, path, &o, &e) < 0 ||
 	    (l->kind == LV_QUANT && model_quantize(m, &l->qs, &e) < 0))
-		die_err(&e);
+		cli_die_err(&e);
 }
 
 static void start(struct forward *f, const struct model *m, int ctx, int threads, int act8)
@@ -192,7 +192,7 @@ static void start(struct forward *f, const struct model *m, int ctx, int threads
 				  .act8 = act8 };
 	struct err e;
 	if (forward_init(f, m, &o, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 }
 
 struct row {
@@ -268,7 +268,7 @@ static void print_json(const struct row *rows, int n, const char *text, long nto
 	}
 	char *s = cJSON_Print(o);
 	if (!s)
-		die("out of memory");
+		cli_die("out of memory");
 	puts(s);
 	free(s);
 	cJSON_Delete(o);
@@ -296,27 +296,27 @@ int main(int argc, char **argv)
 		case 'l': level_list = v; break;
 		case OPT_CHUNK:
 			if (parse_long_list(v, 2, 1 << 20, chunks, MAX_CHUNKS, &nchunks, &e) < 0)
-				die_usage("--chunk: %s", e.msg);
+				cli_die_usage("--chunk: %s", e.msg);
 			break;
-		case 'g': group = flag_long("--group-size", v, Q4_BLOCK, 1 << 20); break;
+		case 'g': group = cli_flag_long("--group-size", v, Q4_BLOCK, 1 << 20); break;
 		case 'f': text = v; break;
 		case 'i': ids_path = v; break;
-		case OPT_MAX_CHUNKS: max_chunks = flag_long("--max-chunks", v, 1, INT_MAX); break;
-		case 't': threads = flag_long("--threads", v, 1, 1024); break;
+		case OPT_MAX_CHUNKS: max_chunks = cli_flag_long("--max-chunks", v, 1, INT_MAX); break;
+		case 't': threads = cli_flag_long("--threads", v, 1, 1024); break;
 		case 'j': json = true; break;
 		case OPT_NO_COMPARE: compare = false; break;
 		}
 	}
 	if (optind == argc)
-		die_usage("missing MODEL");
+		cli_die_usage("missing MODEL");
 	if (text && ids_path)
-		die_usage("--text and --ids are exclusive");
+		cli_die_usage("--text and --ids are exclusive");
 	if (group % Q4_BLOCK != 0)
-		die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
+		cli_die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
 	const char *model = argv[optind];
 	bool container = qfile_sniff(model);
 	if (container && (level_list || optind + 1 < argc))
-		die_usage("%s is a container: it is the only level (give the safetensors "
+		cli_die_usage("%s is a container: it is the only level (give the safetensors "
 			  "MODEL to compare levels)", model);
 
 	struct level levels[MAX_LEVELS];
@@ -328,15 +328,15 @@ int main(int argc, char **argv)
 		char *list = strdup(level_list ? level_list : "fp32,bf16,int8,int4");
 		for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
 			if (nl == MAX_LEVELS)
-				die_usage("--level: more than %d levels", MAX_LEVELS);
+				cli_die_usage("--level: more than %d levels", MAX_LEVELS);
 			if (parse_level(tok, (int)group, &levels[nl++]) < 0)
-				die_usage("--level: '%s' is not fp32, bf16, int8, int4 or int4-rtn "
+				cli_die_usage("--level: '%s' is not fp32, bf16, int8, int4 or int4-rtn "
 					  "(with +embed, +a8 for the int levels)", tok);
 		}
 		free(list);
 		for (int i = optind + 1; i < argc; i++) {
 			if (nl == MAX_LEVELS)
-				die_usage("more than %d levels", MAX_LEVELS);
+				cli_die_usage("more than %d levels", MAX_LEVELS);
 			levels[nl] = (struct level){ .kind = LV_FILE, .path = argv[i] };
 			snprintf(levels[nl].name, sizeof levels[nl].name, "%s", argv[i]);
 			nl++;
@@ -351,14 +351,14 @@ int main(int argc, char **argv)
 		ids = read_ids(ids_path, &ntok);
 	} else {
 		if (!text && !(text = datadir_find(BUNDLED_TEXT, tp, sizeof tp)))
-			die("the bundled text (data/%s) is not next to this executable; "
+			cli_die("the bundled text (data/%s) is not next to this executable; "
 			    "give one with --text", BUNDLED_TEXT);
 		/* the model's tokenizer.json, else the bundled one */
 		struct modelpath mp;
 		const char *tok = modelpath_resolve(&mp, model, &e) == 0 &&
 			access(mp.tokenizer, R_OK) == 0 ? mp.tokenizer : NULL;
 		if (!tok && !(tok = datadir_find(BUNDLED_TOKENIZER, kp, sizeof kp)))
-			die("no tokenizer.json beside %s, and the bundled one is not next to "
+			cli_die("no tokenizer.json beside %s, and the bundled one is not next to "
 			    "this executable; give token ids with --ids", model);
 		ids = tokenize(text, tok, &ntok);
 	}
@@ -396,7 +396,7 @@ int main(int argc, char **argv)
 			if (ppl_run(fp, side && !self ? &fref : NULL, ids, ntok, (int)chunks[k],
 				    (int)max_chunks, &r->s, tty ? progress : NULL, levels[i].name,
 				    &e) < 0)
-				die("%s: %s", levels[i].name, e.msg);
+				cli_die("%s: %s", levels[i].name, e.msg);
 			if (!tty)
 				fprintf(stderr, "ppl: %s, chunk %d: %.4f (%d chunks, %.1f s)\n",
 					levels[i].name, r->s.chunk, r->s.ppl, r->s.n_chunks,

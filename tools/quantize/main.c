@@ -68,7 +68,7 @@ static void map_optional(struct mapfile *m, const char *path)
 		return;
 	}
 	if (mapfile_open(m, path, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 }
 
 static void report_line(FILE *f, const struct st_tensor *t, const char *type,
@@ -85,7 +85,7 @@ static void report_line(FILE *f, const struct st_tensor *t, const char *type,
 	cJSON_AddNumberToObject(j, "bytes_after", (double)bytes);
 	char *s = cJSON_PrintUnformatted(j);
 	if (!s)
-		die("out of memory");
+		cli_die("out of memory");
 	fprintf(f, "%s\n", s);
 	free(s);
 	cJSON_Delete(j);
@@ -147,10 +147,10 @@ int main(int argc, char **argv)
 			else if (!strcmp(v, "int4"))
 				level = 4;
 			else
-				die_usage("--level: '%s' is not int8 or int4", v);
+				cli_die_usage("--level: '%s' is not int8 or int4", v);
 			break;
 		case 'g':
-			group = flag_long("--group-size", v, Q4_BLOCK, 1 << 20);
+			group = cli_flag_long("--group-size", v, Q4_BLOCK, 1 << 20);
 			group_set = true;
 			break;
 		case 'e': embeddings = true; break;
@@ -159,31 +159,31 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		die_usage(optind == argc ? "missing MODEL" : "more than one MODEL");
+		cli_die_usage(optind == argc ? "missing MODEL" : "more than one MODEL");
 	if (!level)
-		die_usage("--level is required (int8 or int4)");
+		cli_die_usage("--level is required (int8 or int4)");
 	if (!out && !dry)
-		die_usage("-o OUT is required (or --dry-run)");
+		cli_die_usage("-o OUT is required (or --dry-run)");
 	if (group_set && level != 4)
-		die_usage("--group-size: only with --level int4");
+		cli_die_usage("--group-size: only with --level int4");
 	if (group % Q4_BLOCK != 0)
-		die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
+		cli_die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
 
 	struct err e;
 	struct modelpath mf;
 	if (modelpath_resolve(&mf, argv[optind], &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	struct st_file st;
 	struct model_config cfg;
 	if (config_load(&cfg, mf.config, &e) < 0 || st_open(&st, mf.weights, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	struct mapfile gen, tok;
 	map_optional(&gen, mf.gen);
 	map_optional(&tok, mf.tokenizer);
 	struct gen_config gc;
 	gen_config_default(&gc, &cfg);
 	if (gen.size && gen_config_parse(&gc, (const char *)gen.data, gen.size, mf.gen, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 
 	/* The file against its config, and every tensor planned, before any
 	 * byte is written. */
@@ -192,21 +192,21 @@ int main(int argc, char **argv)
 	manifest_init(&have);
 	if (manifest_build(&want, &cfg, &e) < 0 || manifest_from_st(&have, &st, &e) < 0 ||
 	    manifest_check(&want, &have, mf.weights, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	struct qwrite_opts o = { .level = level, .group_size = (int)group,
 				 .embeddings = embeddings, .dry_run = dry, .rel_error = true };
 	struct qfile_entry *plan;
 	switch (qwrite_plan(&st, &o, &plan, &e)) {
-	case QWRITE_EDTYPE: die("%s: %s", mf.weights, e.msg);
-	case QWRITE_EGROUP: die_usage("--group-size: %s", e.msg);
+	case QWRITE_EDTYPE: cli_die("%s: %s", mf.weights, e.msg);
+	case QWRITE_EGROUP: cli_die_usage("--group-size: %s", e.msg);
 	}
 
 	struct progress pg = { .tty = isatty(STDERR_FILENO), .report_path = report };
 	if (report && !(pg.report = fopen(report, "w")))
-		die("%s: %m", report);
+		cli_die("%s: %m", report);
 	struct mapfile cfgmap;
 	if (mapfile_open(&cfgmap, mf.config, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	static const char empty_json[] = "{}";
 	struct qfile_header h = {
 		.config_json = (const char *)cfgmap.data, .config_len = cfgmap.size,
@@ -217,9 +217,9 @@ int main(int argc, char **argv)
 	struct qwrite_hooks hooks = { .tensor = on_tensor, .arg = &pg };
 	int rc = qwrite_model(out, &st, plan, &h, &o, &hooks, &e);
 	if (rc < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	if (pg.report && (fflush(pg.report) != 0 || ferror(pg.report) || fclose(pg.report) != 0))
-		die("%s: write error", report);
+		cli_die("%s: write error", report);
 	uint64_t before = pg.before, after = pg.after;
 	fprintf(stderr, "quantize: %s%s: %" PRIu64 " bytes of tensors, %.1f%% of %" PRIu64 " (int%d%s)\n",
 		dry ? "dry run, not written: " : "", dry ? argv[optind] : out, after,

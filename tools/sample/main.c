@@ -106,24 +106,24 @@ static void parse_args(int argc, char **argv)
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
 		case OPT_GREEDY: opt_temperature = 0; break;
-		case OPT_TEMP: opt_temperature = flag_double("--temperature", v, 0, 100); break;
-		case 'k': opt_top_k = flag_long("--top-k", v, 0, INT32_MAX); break;
-		case OPT_TOP_P: opt_top_p = flag_double("--top-p", v, 0, 1); break;
-		case OPT_MIN_P: opt_min_p = flag_double("--min-p", v, 0, 1); break;
-		case OPT_PENALTY: opt_penalty = flag_double("--repeat-penalty", v, 0.001, 1000); break;
-		case 's': opt_seed = flag_long("--seed", v, 0, LONG_MAX); break;
-		case 'n': max_tokens = flag_long("--tokens", v, 0, LONG_MAX); break;
+		case OPT_TEMP: opt_temperature = cli_flag_double("--temperature", v, 0, 100); break;
+		case 'k': opt_top_k = cli_flag_long("--top-k", v, 0, INT32_MAX); break;
+		case OPT_TOP_P: opt_top_p = cli_flag_double("--top-p", v, 0, 1); break;
+		case OPT_MIN_P: opt_min_p = cli_flag_double("--min-p", v, 0, 1); break;
+		case OPT_PENALTY: opt_penalty = cli_flag_double("--repeat-penalty", v, 0.001, 1000); break;
+		case 's': opt_seed = cli_flag_long("--seed", v, 0, LONG_MAX); break;
+		case 'n': max_tokens = cli_flag_long("--tokens", v, 0, LONG_MAX); break;
 		case OPT_IGNORE_EOS: ignore_eos = 1; break;
 		case OPT_EMIT_EOS: emit_eos = 1; break;
-		case OPT_LOGPROBS: logprobs_k = flag_long("--logprobs", v, 0, 100); break;
+		case OPT_LOGPROBS: logprobs_k = cli_flag_long("--logprobs", v, 0, 100); break;
 		case OPT_LOGPROBS_FILE: logprobs_path = v; break;
 		case 'v': verbose = 1; break;
 		}
 	}
 	if (optind < argc)
-		die_usage("unexpected argument '%s'", argv[optind]);
+		cli_die_usage("unexpected argument '%s'", argv[optind]);
 	if ((logprobs_k >= 0) != (logprobs_path != NULL))
-		die_usage("--logprobs and --logprobs-file go together");
+		cli_die_usage("--logprobs and --logprobs-file go together");
 }
 
 /* The sampling parameters: the header's, overridden by the flags. */
@@ -138,7 +138,7 @@ static struct sampler_params params(const struct stream_header *h)
 	};
 	struct err e;
 	if (sampler_params_check(&p, &e) < 0)
-		die("%s: logits stream header: %s", in_name, e.msg);
+		cli_die("%s: logits stream header: %s", in_name, e.msg);
 	if (!isnan(opt_temperature))
 		p.temperature = opt_temperature;
 	if (opt_top_k >= 0)
@@ -217,19 +217,19 @@ int main(int argc, char **argv)
 	cli_init(&spec);
 	parse_args(argc, argv);
 	if (isatty(STDIN_FILENO))
-		die_usage("%s is a terminal: expected a logits stream (forward MODEL | sample)",
+		cli_die_usage("%s is a terminal: expected a logits stream (forward MODEL | sample)",
 			  in_name);
 
 	struct err e;
 	struct stream_header h;
 	if (stream_read_header(stdin, &h, in_name, &e) < 0)
-		die("%s", e.msg);
+		cli_die("%s", e.msg);
 	struct sampler_params p = params(&h);
 
 	uint64_t seed = (uint64_t)opt_seed;
 	if (opt_seed < 0) {
 		if (rng_system_seed(&seed, &e) < 0)
-			die("%s", e.msg);
+			cli_die("%s", e.msg);
 		seed >>= 1; /* so that --seed can repeat it */
 	}
 	struct rng rng;
@@ -241,13 +241,13 @@ int main(int argc, char **argv)
 
 	struct sampler *s = sampler_new((int)h.n_vocab, &e);
 	if (!s)
-		die("%s", e.msg);
+		cli_die("%s", e.msg);
 	int k = logprobs_k > (long)h.n_vocab ? (int)h.n_vocab : (int)logprobs_k;
 	struct sampler_cand *top = NULL;
 	if (logprobs_path) {
 		top = malloc(sizeof *top * (size_t)(k > 0 ? k : 1));
 		if (!top)
-			die("out of memory");
+			cli_die("out of memory");
 		lp_open();
 	}
 
@@ -258,7 +258,7 @@ int main(int argc, char **argv)
 		fifo = feedback_open_writer(h.fifo_path, &e);
 		if (fifo < 0) {
 			lp_fail();
-			die("%s", e.msg);
+			cli_die("%s", e.msg);
 		}
 	}
 
@@ -272,7 +272,7 @@ int main(int argc, char **argv)
 		if (r <= 0) {
 			if (r < 0) {
 				lp_fail();
-				die("%s", e.msg);
+				cli_die("%s", e.msg);
 			}
 			break;
 		}
@@ -281,14 +281,14 @@ int main(int argc, char **argv)
 			id = sampler_next(s, fr.logits, &p, &rng, &e);
 		if (id < 0) {
 			lp_fail();
-			die("%s: frame at position %d: %s", in_name, fr.pos, e.msg);
+			cli_die("%s: frame at position %d: %s", in_name, fr.pos, e.msg);
 		}
 		int eos = !ignore_eos && is_eos(&h, id);
 		if (!eos || emit_eos) {
 			if (printf("%d\n", id) < 0 || fflush(stdout) != 0) {
 				if (errno != EPIPE) {
 					lp_fail();
-					die("write error: %s", strerror(errno));
+					cli_die("write error: %s", strerror(errno));
 				}
 				why = "stdout closed";
 				stdout_gone = 1;

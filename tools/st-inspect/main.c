@@ -86,7 +86,7 @@ static void emit_json(cJSON *j)
 {
 	char *s = cJSON_Print(j);
 	if (!s)
-		die("out of memory");
+		cli_die("out of memory");
 	puts(s);
 	free(s);
 	cJSON_Delete(j);
@@ -149,13 +149,13 @@ static int cmd_manifest(const char *arg)
 	struct modelpath mp;
 	struct err e;
 	if (path_is_dir(arg) && modelpath_resolve(&mp, arg, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	const char *path = path_is_dir(arg) ? mp.config : arg;
 	struct model_config c;
 	struct manifest m;
 	manifest_init(&m);
 	if (config_load(&c, path, &e) < 0 || manifest_build(&m, &c, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	char sb[MTENSOR_SHAPE_STR];
 	if (json_out) {
 		cJSON *o = cJSON_CreateObject();
@@ -347,10 +347,10 @@ static int cmd_summary(const struct source *s, const char *config, bool list)
 	if (c.config) {
 		struct model_config mc;
 		if (config ? config_load(&mc, config, &e) < 0 : (mc = *s->config, 0))
-			die_err(&e);
+			cli_die_err(&e);
 		if (manifest_build(&want, &mc, &e) < 0 ||
 		    manifest_diff(&want, &s->tensors, &c.d, &c.n, &e) < 0)
-			die_err(&e);
+			cli_die_err(&e);
 		for (int i = 0; i < c.n; i++) {
 			c.missing += c.d[i].kind == MDIFF_MISSING;
 			c.unexpected += c.d[i].kind == MDIFF_UNEXPECTED;
@@ -384,11 +384,11 @@ static int cmd_tensor(const struct source *s, const char *name)
 {
 	int i = source_find(s, name);
 	if (i < 0)
-		die("%s: no tensor named '%s'", s->path, name);
+		cli_die("%s: no tensor named '%s'", s->path, name);
 	struct tstats st;
 	struct err e;
 	if (s->stats(s, i, &st, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	if (json_out) {
 		cJSON *o = tensor_json(s, i);
 		cJSON_AddItemToObject(o, "min", stat_json(&st, st.min));
@@ -432,7 +432,7 @@ static int cmd_check(const struct source *s)
 		struct tstats st;
 		struct err e;
 		if (s->stats(s, i, &st, &e) < 0)
-			die_err(&e);
+			cli_die_err(&e);
 		values += st.n;
 		nan += st.n_nan;
 		inf += st.n_inf;
@@ -495,24 +495,24 @@ int main(int argc, char **argv)
 	}
 	int modes = !!tensor + check + !!manifest;
 	if (modes > 1)
-		die_usage("--tensor, --check and --manifest are exclusive");
+		cli_die_usage("--tensor, --check and --manifest are exclusive");
 	if ((config || list) && modes)
-		die_usage("--config and --list go with the summary only");
+		cli_die_usage("--config and --list go with the summary only");
 
 	if (manifest) {
 		if (optind != argc)
-			die_usage("--manifest takes no FILE");
+			cli_die_usage("--manifest takes no FILE");
 		cli_exit(cmd_manifest(manifest));
 	}
 	if (argc - optind != 1)
-		die_usage(optind == argc ? "no FILE given" : "more than one FILE given");
+		cli_die_usage(optind == argc ? "no FILE given" : "more than one FILE given");
 
 	const char *arg = argv[optind];
 	struct modelpath mp;
 	struct source s;
 	struct err e;
 	if (modelpath_resolve(&mp, arg, &e) < 0 || source_open(&s, mp.weights, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	/* A container carries its config; otherwise the one beside the file,
 	 * when there is one. */
 	const char *cfg = config ? config : s.config || access(mp.config, F_OK) ? NULL

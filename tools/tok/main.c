@@ -104,7 +104,7 @@ static struct tokenizer *load(const struct opts *o)
 		path = mp.tokenizer;
 	struct tokenizer *t = tok_load(path, &e);
 	if (!t)
-		die_err(&e);
+		cli_die_err(&e);
 	return t;
 }
 
@@ -168,9 +168,9 @@ static void encode_one(struct tokenizer *t, const struct opts *o, const char *na
 	struct err e;
 	size_t bad;
 	if (tok_encode(t, s, n, o->flags, &ids, &bad, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	if (bad && !*warned) {
-		warn("%s: %zu byte%s not valid UTF-8, each encoded as its own byte token",
+		cli_warn("%s: %zu byte%s not valid UTF-8, each encoded as its own byte token",
 		     strcmp(name, "-") ? name : "<stdin>", bad, bad == 1 ? " is" : "s are");
 		*warned = 1;
 	}
@@ -189,7 +189,7 @@ static int cmd_encode(const struct opts *o)
 		struct err e;
 		unsigned char *s = (unsigned char *)slurp(files[i], &len, &e);
 		if (!s)
-			die_err(&e);
+			cli_die_err(&e);
 		encode_one(t, o, files[i], s, len, &warned);
 		free(s);
 	}
@@ -212,13 +212,13 @@ static void decode_one(const struct tokenizer *t, const struct opts *o, const ch
 			print_piece(m, (const unsigned char *)tok, n > 24 ? 24 : n);
 			fclose(m);
 		}
-		die("%s: line %ld: '%s%s' is not a token id", name, line, shown,
+		cli_die("%s: line %ld: '%s%s' is not a token id", name, line, shown,
 		    n > 24 ? "..." : "");
 	}
 	size_t len;
 	const unsigned char *b = v <= INT32_MAX ? tok_bytes(t, (int32_t)v, &len) : NULL;
 	if (!b)
-		die("%s: line %ld: %ld is not in the vocabulary (ids 0..%d)", name, line, v,
+		cli_die("%s: line %ld: %ld is not in the vocabulary (ids 0..%d)", name, line, v,
 		    tok_n_ids(t) - 1);
 	if (o->skip_special && tok_is_special(t, (int32_t)v))
 		return;
@@ -248,7 +248,7 @@ static void decode_fd(const struct tokenizer *t, const struct opts *o, int fd,
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
-			die("%s: %s", name, strerror(errno));
+			cli_die("%s: %s", name, strerror(errno));
 		for (ssize_t i = 0; i < r; i++) {
 			char c = buf[i];
 			if (!strchr(" \n\t\r\v\f", c) || c == 0) {
@@ -288,7 +288,7 @@ static int cmd_decode(const struct opts *o)
 		int stdin_ = !strcmp(files[i], "-");
 		int fd = stdin_ ? 0 : open(files[i], O_RDONLY);
 		if (fd < 0)
-			die("%s: %s", files[i], strerror(errno));
+			cli_die("%s: %s", files[i], strerror(errno));
 		decode_fd(t, o, fd, stdin_ ? "<stdin>" : files[i], &h);
 		if (!stdin_)
 			close(fd);
@@ -313,14 +313,14 @@ static int cmd_chat(const struct opts *o)
 	char config[PATH_MAX + 32];
 	snprintf(config, sizeof config, "%.*stokenizer_config.json", (int)dl, tp);
 	if (chat_check(config, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 
 	struct chat_msg *msgs = NULL;
 	size_t count = 0;
 	if (o->system || o->user) {
 		msgs = calloc(2, sizeof *msgs);
 		if (!msgs)
-			die("out of memory");
+			cli_die("out of memory");
 		if (o->system)
 			msgs[count++] = (struct chat_msg){ .role = strdup("system"),
 						     .content = strdup(o->system) };
@@ -331,17 +331,17 @@ static int cmd_chat(const struct opts *o)
 		size_t n;
 		char *s = slurp("-", &n, &e);
 		if (!s)
-			die_err(&e);
+			cli_die_err(&e);
 		if (chat_parse(s, n, &msgs, &count, &e) < 0) {
 			err_prefix(&e, "<stdin>");
-			die_err(&e);
+			cli_die_err(&e);
 		}
 		free(s);
 	}
 	char *text;
 	size_t len;
 	if (chat_render(msgs, count, o->generation_prompt, &text, &len, &e) < 0)
-		die_err(&e);
+		cli_die_err(&e);
 	if (o->out == OUT_TEXT) {
 		fwrite(text, 1, len, stdout);
 	} else {
@@ -357,7 +357,7 @@ static int cmd_chat(const struct opts *o)
 static void set_out(struct opts *o, enum out_mode m, const char *flag)
 {
 	if (o->out_set && o->out != m)
-		die_usage("%s: only one of --pieces, --count, --json, --text", flag);
+		cli_die_usage("%s: only one of --pieces, --count, --json, --text", flag);
 	o->out = m;
 	o->out_set = 1;
 }
@@ -369,15 +369,15 @@ int main(int argc, char **argv)
 	cli_init(&spec);
 	if (argc >= 2 && argv[1][0] == '-') {
 		cli_getopt(argc, argv, &v);  /* exits for --help, --version, --options */
-		die_usage("missing command (encode, decode or chat) before '%s'", argv[1]);
+		cli_die_usage("missing command (encode, decode or chat) before '%s'", argv[1]);
 	}
 	if (argc < 2)
-		die_usage("missing command (encode, decode or chat)");
+		cli_die_usage("missing command (encode, decode or chat)");
 	o.cmd = argv[1];
 	int enc = !strcmp(o.cmd, "encode"), dec = !strcmp(o.cmd, "decode");
 	int chat = !strcmp(o.cmd, "chat");
 	if (!enc && !dec && !chat)
-		die_usage("unknown command '%s' (encode, decode or chat)", o.cmd);
+		cli_die_usage("unknown command '%s' (encode, decode or chat)", o.cmd);
 	/* The flags after the command: argv + 1 puts the command where getopt
 	 * expects the program's name. */
 	enum { E = 1, D = 2, C = 4 };  /* the commands a flag is for */
@@ -392,7 +392,7 @@ int main(int argc, char **argv)
 			: c == OPT_PIECES || c == OPT_COUNT || c == OPT_JSON ? E | C
 			: C;
 		if (!(scope & cmd))
-			die_usage("--%s: unknown option for tok %s", f->names, o.cmd);
+			cli_die_usage("--%s: unknown option for tok %s", f->names, o.cmd);
 		switch (c) {
 		case OPT_TOKENIZER: o.tokenizer = v; break;
 		case OPT_NO_SPECIAL: o.flags |= TOK_NO_SPECIAL; break;
@@ -409,7 +409,7 @@ int main(int argc, char **argv)
 	o.files = argv + 1 + optind;
 	o.n_files = argc - 1 - optind;
 	if (chat && o.n_files)
-		die_usage("%s: tok chat takes no files (messages come on stdin)", o.files[0]);
+		cli_die_usage("%s: tok chat takes no files (messages come on stdin)", o.files[0]);
 	int rc = enc ? cmd_encode(&o) : dec ? cmd_decode(&o) : cmd_chat(&o);
 	cli_exit(rc);
 }
