@@ -31,6 +31,7 @@
 #include "harness/benchrun.h"
 #include "harness/llama.h"
 #include "cli/cli.h"
+#include "format/modelpath.h"
 #include "core/parse.h"
 #include "core/cpu.h"
 #include "model/forward.h"
@@ -696,7 +697,9 @@ int main(int argc, char **argv)
 	int nc = 0, n_act8 = 0;
 	for (int i = 0; i < np; i++)
 		for (int w = 0; w < o.n_weights; w++) {
-			int container = qfile_sniff(paths[i]);
+			struct modelpath mp;
+			int container = modelpath_resolve(&mp, paths[i], &e) == 0 &&
+					mp.kind == MODELPATH_CONTAINER;
 			if (o.weights[w] == W_F32 && container) {
 				fprintf(stderr, "bench: %s: a container cannot be widened to "
 					"f32; skipped for --weights f32\n", paths[i]);

@@ -314,7 +314,9 @@ int main(int argc, char **argv)
 	if (group % Q4_BLOCK != 0)
 		cli_die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
 	const char *model = argv[optind];
-	bool container = qfile_sniff(model);
+	struct modelpath where;  /* the model's files */
+	bool resolved = modelpath_resolve(&where, model, &e) == 0;
+	bool container = resolved && where.kind == MODELPATH_CONTAINER;
 	if (container && (level_list || optind + 1 < argc))
 		cli_die_usage("%s is a container: it is the only level (give the safetensors "
 			  "MODEL to compare levels)", model);
@@ -354,9 +356,8 @@ int main(int argc, char **argv)
 			cli_die("the bundled text (data/%s) is not next to this executable; "
 			    "give one with --text", BUNDLED_TEXT);
 		/* the model's tokenizer.json, else the bundled one */
-		struct modelpath mp;
-		const char *tok = modelpath_resolve(&mp, model, &e) == 0 &&
-			access(mp.tokenizer, R_OK) == 0 ? mp.tokenizer : NULL;
+		const char *tok = resolved && access(where.tokenizer, R_OK) == 0
+			? where.tokenizer : NULL;
 		if (!tok && !(tok = datadir_find(BUNDLED_TOKENIZER, kp, sizeof kp)))
 			cli_die("no tokenizer.json beside %s, and the bundled one is not next to "
 			    "this executable; give token ids with --ids", model);
