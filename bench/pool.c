@@ -36,7 +36,7 @@ int main(void)
 		double dt = (time_now() - t) / CALLS;
 		best = dt < best ? dt : best;
 	}
-	pool_destroy(p);
+	pool_free(p);
 	double load = bench_load();
 	printf("{\"bench\": \"pool\", \"threads\": 2, \"load1\": %.2f, "
 	       "\"dispatch_us_best\": %.2f}\n", load, best * 1e6);

@@ -71,7 +71,7 @@ int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct e
 	struct spread s = spread_of(gbs, reps);
 	*r = (struct membw){ .threads = threads, .bytes = pages * PAGE, .reps = reps,
 			     .gbs = s };
-	pool_destroy(p);
+	pool_free(p);
 	free(buf);
 	free(j);
 	free(gbs);

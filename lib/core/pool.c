@@ -111,7 +111,7 @@ struct pool *pool_new(int n_threads, struct err *e)
 		}
 		if (rc) {
 			p->n = i;  /* join the ones that started */
-			pool_destroy(p);
+			pool_free(p);
 			err_set(e, "cannot start thread %d of %d: %s", i + 1, n_threads,
 				rc > 0 ? strerror(rc) : "out of memory");
 			return NULL;
@@ -150,7 +150,7 @@ void pool_run(struct pool *p, pool_fn *fn, void *arg)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void pool_destroy(struct pool *p)
+void pool_free(struct pool *p)
 {
 	if (!p)
 		return;

@@ -22,7 +22,7 @@ struct pool;
 typedef void pool_fn(void *arg, int i, int n);
 
 /* Creates a pool of n_threads (>= 1; the caller counts as one, so n - 1
- * threads are started). The caller frees it with pool_destroy. */
+ * threads are started). The caller frees it with pool_free. */
 struct pool *pool_new(int n_threads, struct err *e);
 
 int pool_threads(const struct pool *p);
@@ -30,7 +30,7 @@ int pool_threads(const struct pool *p);
 void pool_run(struct pool *p, pool_fn *fn, void *arg);
 
 /* Stops and joins the workers, frees p. NULL is fine. */
-void pool_destroy(struct pool *p);
+void pool_free(struct pool *p);
 
 /* Part i of n of [0, len): whole units of align elements spread as evenly
  * as possible (only the last unit may be short), as [*lo, *hi). */

@@ -42,13 +42,13 @@ int feedback_open(struct feedback *fb, struct err *e)
 		return err_set(e, "%s: cannot create the feedback directory: %s",
 			       tmp, strerror(saved));
 	if (fb->made == 1) {
-		feedback_destroy(fb);
+		feedback_close(fb);
 		return err_set(e, "%s/ids: mkfifo: %s", tmp, strerror(saved));
 	}
 	fb->fd = open(fb->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fb->fd < 0) {
 		saved = errno;
-		feedback_destroy(fb);
+		feedback_close(fb);
 		return err_set(e, "%s: %s", fb->path, strerror(saved));
 	}
 	return 0;
@@ -116,7 +116,7 @@ int feedback_next(struct feedback *fb, int watch_fd, int first_timeout_ms,
 	}
 }
 
-void feedback_destroy(struct feedback *fb)
+void feedback_close(struct feedback *fb)
 {
 	if (fb->fd >= 0)
 		close(fb->fd);

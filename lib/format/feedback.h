@@ -46,7 +46,7 @@ int feedback_next(struct feedback *fb, int watch_fd, int first_timeout_ms,
 		  int *id, struct err *e);
 
 /* forward: closes the FIFO and removes it and its directory. Idempotent. */
-void feedback_destroy(struct feedback *fb);
+void feedback_close(struct feedback *fb);
 
 /* sample: opens the FIFO named in the stream header for writing. Fails with
  * a clear message when no forward is reading it or the path is not a FIFO.

@@ -364,7 +364,7 @@ int forward_init(struct forward *f, const struct model *m,
 
 void forward_free(struct forward *f)
 {
-	pool_destroy(f->pool);
+	pool_free(f->pool);
 	void *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
 			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xa_q, f->xa_s };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)

@@ -55,7 +55,7 @@ int main(void)
 			CHECK(!wrong && !stale && !atomic_load(&j.bad),
 			      "%d threads, pauses %d: %d parts with a wrong count, %d returned "
 			      "before their part ran", n, pause, wrong, stale);
-			pool_destroy(p);
+			pool_free(p);
 		}
 	CHECK(pool_new(0, &e) == NULL, "pool_new(0) fails");
 

@@ -113,7 +113,7 @@ static void play(struct run *r)
 		frames++;
 	}
 	fclose(f);
-	feedback_destroy(&fb);
+	feedback_close(&fb);
 	int st;
 	waitpid(pid, &st, 0);
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

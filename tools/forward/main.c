@@ -226,7 +226,7 @@ static struct feedback fb;
 
 static void fb_cleanup(void)
 {
-	feedback_destroy(&fb);
+	feedback_close(&fb);
 }
 
 /* Without the cache (no_cache), every step empties it and runs the whole
@@ -262,7 +262,7 @@ static void generate(struct forward *f, int *ids, int n, int no_cache)
 			eval(f, &id, 1, 1, 0);
 		}
 	}
-	feedback_destroy(&fb);
+	feedback_close(&fb);
 }
 
 /* ---- --dump ---- */
