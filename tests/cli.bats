@@ -124,3 +124,26 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 	done
 	[ "$n" -ge 7 ]  # the seven tools at least
 }
+
+@test "make install: tools, scripts beside them, man pages, data; generate runs from there" {
+	command -v help2man > /dev/null || skip "help2man is not installed (scripts/deps)"
+	local d=$BATS_TEST_TMPDIR/inst build
+	build=$(dirname "$BIN")  # build/ for bin/, build/san for make check's
+	[ -f "$build/libcommon.a" ] || build=$ROOT/build
+	run -0 make -s -C "$ROOT" install DESTDIR="$d" PREFIX=/usr BIN="$BIN" BUILD="$build"
+	for t in "${TOOLS[@]}" generate chat viz; do
+		[ -x "$d/usr/bin/$t" ] || { echo "no $t"; false; }
+		[ -s "$d/usr/share/man/man1/$t.1" ] || { echo "no man page for $t"; false; }
+	done
+	[ -f "$d/usr/share/qwenpipe/common.bash" ]
+	run -0 env PATH=/usr/bin:/bin "$d/usr/bin/generate" --version
+	assert_output "generate (qwenpipe) $(cat "$ROOT/VERSION")"
+	# the installed script finds the installed tools and data, nothing of
+	# the checkout: the same greedy tokens as the checkout's pipeline
+	local want
+	want=$("$ROOT/scripts/generate" "$TINY" "ROMEO:" -n 6 --greedy)
+	run -0 env PATH=/usr/bin:/bin "$d/usr/bin/generate" \
+		"$d/usr/share/qwenpipe/shakespeare-tiny" "ROMEO:" -n 6 --greedy
+	assert_output "$want"
+	[ -n "$want" ]
+}
