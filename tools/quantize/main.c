@@ -1,4 +1,6 @@
-/* quantize: a safetensors model to an int8 or int4 container (lib/format/qfile.h).
+/* quantize: a safetensors model to an int8 or int4 container.
+ *
+ * The container is lib/format/qfile.h.
  *
  *   quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings]
  *            [--report FILE] [--dry-run]
