@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 	const char *commit = mc.commit, *cpu = mc.cpu, *date = mc.date;
 	double bw[3] = { 0, bandwidth(1), bandwidth(2) }, gf[3];
 	gemm_gflops(gf);
-	double load = bench_load();
+	double load = bench_loadavg();
 	printf("{\"bench\": \"gemm\", \"date\": \"%s\", \"commit\": \"%s\", \"cpu\": "
 	       "\"%s\", \"load1\": %.2f, \"shape\": \"64x896 . 896x512\", \"threads\": 1, "
 	       "\"openblas\": \"%s\", \"openblas_gflops\": %.1f, \"own_f32_gflops\": %.1f, "
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 		for (int t = 1; t <= 2; t++) {
 			if (cfgs[c].gemm == FWD_GEMM_BLAS_THREADS && t == 1)
 				continue;
-			load = bench_load();
+			load = bench_loadavg();
 			struct result r;
 			run(dir, cfgs[c].mo, t, cfgs[c].gemm, &r);
 			double limit_ms = r.bytes_per_token / (bw[t] * 1e9) * 1e3;

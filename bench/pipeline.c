@@ -183,7 +183,7 @@ int main(int argc, char **argv)
 	       "\"reps\": %d, \"pipeline_tok_s\": {\"median\": %.2f, \"max\": %.2f}, "
 	       "\"in_process_tok_s\": {\"median\": %.2f, \"max\": %.2f}, "
 	       "\"overhead_median\": %.4f, \"same_tokens\": %s}\n",
-	       bm.date, bm.commit, bench_load(), model_path, f.threads, TOKENS, REPS,
+	       bm.date, bm.commit, bench_loadavg(), model_path, f.threads, TOKENS, REPS,
 	       sa.median, sa.max, sb.median, sb.max, 1 - sa.median / sb.median,
 	       same ? "true" : "false");
 	free(buf);

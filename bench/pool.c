@@ -37,7 +37,7 @@ int main(void)
 		best = dt < best ? dt : best;
 	}
 	pool_free(p);
-	double load = bench_load();
+	double load = bench_loadavg();
 	printf("{\"bench\": \"pool\", \"threads\": 2, \"load1\": %.2f, "
 	       "\"dispatch_us_best\": %.2f}\n", load, best * 1e6);
 	return 0;

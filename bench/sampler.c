@@ -70,7 +70,7 @@ int main(void)
 	};
 	int nc = sizeof cases / sizeof cases[0];
 	/* The machine is shared: the load goes with the figures. */
-	double load = bench_load();
+	double load = bench_loadavg();
 	char date[32];
 	time_t tnow = time(NULL);
 	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnow));

@@ -135,7 +135,7 @@ int main(void)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 
-	double load1 = bench_load();
+	double load1 = bench_loadavg();
 	char date[32];
 	time_t tnow = time(NULL);
 	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnow));

@@ -283,7 +283,7 @@ void bench_machine(struct bench_machine *m)
 	snprintf(m->kernels, sizeof m->kernels, "%s", cpu_level_name(cpu_level_env(NULL)));
 }
 
-double bench_load(void)
+double bench_loadavg(void)
 {
 	double load = -1;
 	FILE *f = fopen("/proc/loadavg", "r");

@@ -109,6 +109,6 @@ void bench_machine(struct bench_machine *m);
 
 /* The 1-minute load average (-1 when unknown): recorded with each figure,
  * since a busy machine slows everything. */
-double bench_load(void);
+double bench_loadavg(void);
 
 #endif

@@ -725,7 +725,7 @@ int main(int argc, char **argv)
 
 	struct bench_machine mc;
 	bench_machine(&mc);
-	double load = bench_load();
+	double load = bench_loadavg();
 
 	/* Open each model alone: open time, resident memory, warm-up. */
 	for (int i = 0; i < nc; i++) {
