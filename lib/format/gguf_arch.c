@@ -247,3 +247,91 @@ int manifest_from_gguf(struct manifest *m, const struct gguf_file *f, struct err
 	}
 	return 0;
 }
+
+/* ---- the tokenizer ---- */
+
+/* A required string key equal to want. */
+static int want_str(const struct gguf_file *f, const char *key, const char *want,
+		    const char *name, struct err *e)
+{
+	const char *s;
+	uint64_t n;
+	int rc = gguf_get_str(f, key, &s, &n, name, e);
+	if (rc < 0)
+		return -1;
+	if (rc == 1)
+		return err_set(e, "%s: key '%s': missing", name, key);
+	if (n != strlen(want) || memcmp(s, want, n) != 0) {
+		char a[40];
+		snprintf(a, sizeof a, "%.*s", n > 32 ? 32 : (int)n, s);
+		for (char *p = a; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		return err_set(e, "%s: key '%s': '%s' is not supported (%s)", name, key, a, want);
+	}
+	return 0;
+}
+
+/* A required array key of element type t. */
+static const struct gguf_kv *want_array(const struct gguf_file *f, const char *key,
+					enum gguf_vtype t, const char *name, struct err *e)
+{
+	const struct gguf_kv *kv = gguf_find_kv(f, key);
+	if (!kv)
+		err_set(e, "%s: key '%s': missing", name, key);
+	else if (kv->type != GGUF_ARRAY || kv->atype != t)
+		err_set(e, "%s: key '%s': expected an array of %s", name, key, gguf_vtype_name(t));
+	else
+		return kv;
+	return NULL;
+}
+
+/* The strings of a STRING array into fresh views. */
+static struct vocab_str *strings(const struct gguf_kv *kv)
+{
+	struct vocab_str *v = malloc(sizeof *v * ((size_t)kv->n + 1));
+	const unsigned char *pos = kv->arr;
+	for (uint64_t i = 0; v && i < kv->n; i++) {
+		uint64_t len;
+		v[i].s = gguf_arr_str(&pos, &len);
+		v[i].len = (size_t)len;
+	}
+	return v;
+}
+
+int gguf_vocab(const struct gguf_file *f, const char *name, struct bpe_vocab *v,
+	       struct err *e)
+{
+	memset(v, 0, sizeof *v);
+	bool bos = false;
+	if (want_str(f, "tokenizer.ggml.model", "gpt2", name, e) < 0 ||
+	    want_str(f, "tokenizer.ggml.pre", "qwen2", name, e) < 0 ||
+	    gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &bos, name, e) < 0)
+		return -1;
+	if (bos)
+		return err_set(e, "%s: key 'tokenizer.ggml.add_bos_token': true is not "
+			       "supported", name);
+	const struct gguf_kv *tok, *types, *merges;
+	if (!(tok = want_array(f, "tokenizer.ggml.tokens", GGUF_STRING, name, e)) ||
+	    !(types = want_array(f, "tokenizer.ggml.token_type", GGUF_I32, name, e)) ||
+	    !(merges = want_array(f, "tokenizer.ggml.merges", GGUF_STRING, name, e)))
+		return -1;
+	if (types->n != tok->n)
+		return err_set(e, "%s: key 'tokenizer.ggml.token_type': %" PRIu64 " types for %"
+			       PRIu64 " tokens", name, types->n, tok->n);
+	if (tok->n > INT32_MAX)
+		return err_set(e, "%s: key 'tokenizer.ggml.tokens': %" PRIu64 " tokens (at "
+			       "most 2^31 - 1)", name, tok->n);
+	v->n_tokens = (size_t)tok->n;
+	v->n_merges = (size_t)merges->n;
+	v->tokens = strings(tok);
+	v->merges = strings(merges);
+	v->types = malloc(sizeof *v->types * (v->n_tokens + 1));
+	if (!v->tokens || !v->merges || !v->types) {
+		bpe_vocab_free(v);
+		return err_set(e, "%s: out of memory", name);
+	}
+	for (size_t i = 0; i < v->n_tokens; i++)
+		v->types[i] = (int32_t)gguf_arr_int(types, i);
+	return 0;
+}

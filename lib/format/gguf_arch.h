@@ -35,6 +35,7 @@
 #define GGUF_ARCH_H
 
 #include <stddef.h>
+#include "core/vocab.h"
 #include "format/config.h"
 #include "format/gguf.h"
 #include "format/manifest.h"
@@ -44,6 +45,15 @@
  * "m.gguf: key 'qwen2.block_count': missing". */
 int gguf_qwen2_config(const struct gguf_file *f, const char *name,
 		      struct model_config *c, struct gen_config *g, struct err *e);
+
+/* The tokenizer's vocabulary (views into f; vocab_free frees the arrays):
+ * tokenizer.ggml.model "gpt2" and tokenizer.ggml.pre "qwen2" (anything else
+ * is refused by name: another pre-tokenizer splits text differently),
+ * tokenizer.ggml.tokens (STRING), token_type (INT32, as many) and merges
+ * (STRING); tokenizer.ggml.add_bos_token, when present, false (Qwen2 adds
+ * no BOS, and neither does this engine). */
+int gguf_vocab(const struct gguf_file *f, const char *name, struct bpe_vocab *v,
+	       struct err *e);
 
 /* Hugging Face's name for a GGUF tensor name into buf[cap], or NULL when
  * the name is not one of qwen2's. */

@@ -1,6 +1,7 @@
 /* modelpath: see modelpath.h. */
 #include "format/modelpath.h"
 #include "core/path.h"
+#include "format/gguf.h"
 #include "format/qfile.h"
 
 #include <errno.h>
@@ -20,7 +21,8 @@ int modelpath_resolve(struct modelpath *p, const char *path, struct err *e)
 	} else {
 		strcpy(p->weights, path);
 	}
-	p->kind = qfile_sniff(p->weights) ? MODELPATH_CONTAINER : MODELPATH_SAFETENSORS;
+	p->kind = qfile_sniff(p->weights) ? MODELPATH_CONTAINER :
+		  gguf_sniff(p->weights) ? MODELPATH_GGUF : MODELPATH_SAFETENSORS;
 	if (path_beside(p->config, sizeof p->config, p->weights, "config.json", e) < 0 ||
 	    path_beside(p->gen, sizeof p->gen, p->weights, "generation_config.json", e) < 0 ||
 	    path_beside(p->tokenizer, sizeof p->tokenizer, p->weights, "tokenizer.json", e) < 0)

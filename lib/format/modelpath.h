@@ -4,7 +4,9 @@
  * model.safetensors, config.json, generation_config.json and
  * tokenizer.json; a .safetensors file (any name) with those beside it; or
  * a quantized container (lib/format/qfile.h: .q8, .q4), known by its
- * magic, which holds its config and generation defaults itself. New kinds
+ * magic, which holds its config and generation defaults itself; or a GGUF
+ * file (llama.cpp's, lib/format/gguf.h: named *.gguf or with its magic),
+ * which holds its config, generation defaults and tokenizer. New kinds
  * of model file are told apart here, and only here.
  */
 #ifndef MODELPATH_H
@@ -17,6 +19,7 @@
 enum modelpath_kind {
 	MODELPATH_SAFETENSORS,  /* weights: a .safetensors; the rest beside it */
 	MODELPATH_CONTAINER,    /* weights: a quantized container, self-contained */
+	MODELPATH_GGUF,         /* weights: a GGUF file (lib/format/gguf.h), self-contained */
 };
 
 struct modelpath {

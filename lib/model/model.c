@@ -5,6 +5,7 @@
 #include "format/modelpath.h"
 #include "format/qfile.h"
 #include "kernels/quant.h"
+#include "model/gguf_model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,8 +57,8 @@ static int aligned(const struct st_file *f)
  * prefetch (prefetch.h) huge pages changed decode by under 1% here (bench,
  * the synthetic model, 2 threads), while opening took up to 3 s instead of
  * 0.2 to 0.8 s whenever the kernel had to compact memory for them. */
-static unsigned char *anon_read(struct model *m, const char *name, size_t size,
-				size_t pad, struct err *e)
+unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
+			       size_t pad, struct err *e)
 {
 	size_t bytes = pad + size;
 	unsigned char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -97,7 +98,7 @@ static int copy_file(struct model *m, const char *name, struct err *e)
 {
 	size_t pad = (COPY_ALIGN - m->st.data_offset % COPY_ALIGN) % COPY_ALIGN;
 	size_t size = m->st.map.size;
-	unsigned char *p = anon_read(m, name, size, pad, e);
+	unsigned char *p = model_anon_read(m, name, size, pad, e);
 	if (!p)
 		return -1;
 	st_close(&m->st);
@@ -108,7 +109,7 @@ static int copy_file(struct model *m, const char *name, struct err *e)
 static int copy_container(struct model *m, const char *name, struct err *e)
 {
 	size_t size = m->qf->size;
-	unsigned char *p = anon_read(m, name, size, 0, e);
+	unsigned char *p = model_anon_read(m, name, size, 0, e);
 	if (!p)
 		return -1;
 	qfile_close(m->qf);
@@ -252,7 +253,7 @@ static int fill(struct model *m, const char *name, int f32, struct err *e)
 }
 
 /* The generation defaults' EOS ids must be tokens of the model. */
-static int check_eos(const struct model *m, const char *name, struct err *e)
+int model_check_eos(const struct model *m, const char *name, struct err *e)
 {
 	for (int i = 0; i < m->gen.n_eos; i++)
 		if (m->gen.eos_ids[i] >= m->cfg.vocab_size)
@@ -279,7 +280,7 @@ static int load_container(struct model *m, const char *path, const struct model_
 	}
 	m->cfg = m->qf->cfg;
 	m->gen = m->qf->gen;
-	if (check_eos(m, path, e) < 0 || (!o->mmap && copy_container(m, path, e) < 0) ||
+	if (model_check_eos(m, path, e) < 0 || (!o->mmap && copy_container(m, path, e) < 0) ||
 	    fill(m, path, 0, e) < 0) {
 		model_free(m);
 		return -1;
@@ -296,6 +297,8 @@ int model_load(struct model *m, const char *path, const struct model_opts *o,
 		return -1;
 	if (p.kind == MODELPATH_CONTAINER)
 		return load_container(m, p.weights, o, e);
+	if (p.kind == MODELPATH_GGUF)
+		return model_load_gguf(m, p.weights, o, e);
 	/* the weights file first: given something that is not a model, say
 	 * so, rather than that no config.json is beside it */
 	if (st_open(&m->st, p.weights, e) < 0)
@@ -306,7 +309,7 @@ int model_load(struct model *m, const char *path, const struct model_opts *o,
 	}
 	gen_config_default(&m->gen, &m->cfg);
 	if ((access(p.gen, F_OK) == 0 && gen_config_load(&m->gen, p.gen, e) < 0) ||
-	    check_eos(m, p.gen, e) < 0 || check_manifest(m, p.weights, e) < 0 ||
+	    model_check_eos(m, p.gen, e) < 0 || check_manifest(m, p.weights, e) < 0 ||
 	    ((!(o->mmap || o->f32) || !aligned(&m->st)) && copy_file(m, p.weights, e) < 0) ||
 	    fill(m, p.weights, o->f32, e) < 0) {
 		model_free(m);
@@ -322,6 +325,11 @@ void model_free(struct model *m)
 		qfile_close(m->qf);
 		free(m->qf);
 	}
+	if (m->gg) {
+		gguf_close(m->gg);
+		free(m->gg);
+	}
+	free(m->owned);
 	free(m->quant);
 	if (m->copy)
 		munmap(m->copy, m->copy_size);

@@ -3,10 +3,10 @@
  *
  * A model is a directory (config.json, model.safetensors, optionally
  * generation_config.json), the path of a .safetensors file with
- * config.json (and generation_config.json) beside it, or a quantized
+ * config.json (and generation_config.json) beside it, a quantized
  * container (.q8, .q4; lib/format/qfile.h), which embeds its configs and whose
  * matrices are WT_Q8 / WT_Q4 views (the embedding and the vectors as
- * stored). The file is mapped,
+ * stored), or a GGUF file (lib/model/gguf_model.h). The file is mapped,
  * validated (lib/format/safetensors.h), and diffed against the manifest its config
  * implies (lib/format/manifest.h): a missing, unexpected or wrong-shape tensor is
  * an error naming it. Matrices must be BF16 or F32.
@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include "format/config.h"
 #include "core/err.h"
+#include "format/gguf.h"
+#include "format/manifest.h"
 #include "format/qfile.h"
 #include "format/safetensors.h"
 #include "kernels/weights.h"
@@ -74,6 +76,8 @@ struct model {
 	/* What the model owns; model_free releases it. */
 	struct st_file st;       /* the validated file (views into map or copy) */
 	struct qfile *qf;        /* or the validated container (lib/format/qfile.h) */
+	struct gguf_file *gg;    /* or the validated GGUF file (lib/model/gguf_model.h) */
+	void *owned;             /* matrices converted at load (GGUF), or NULL */
 	void *quant;             /* matrices quantized in memory (model_quantize) */
 	void *copy;              /* anonymous copy of the file, or NULL */
 	size_t copy_size;
@@ -82,6 +86,7 @@ struct model {
 	size_t wide_bytes;
 	size_t weight_bytes;     /* bytes of matrices the forward pass reads */
 	int copied;              /* the weights are in anonymous memory */
+	char note[256];          /* what loading converted, for -v ("" when nothing) */
 };
 
 /* Loads the model at path (directory or .safetensors). Errors name the file
@@ -91,5 +96,15 @@ int model_load(struct model *m, const char *path, const struct model_opts *o,
 	       struct err *e);
 
 void model_free(struct model *m);
+
+/* For the loaders of each kind of file (model.c, gguf_model.c). */
+
+/* The file `name` (size bytes) read into anonymous memory the model owns
+ * (m->copy), at offset pad; returns where the file's first byte went. */
+unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
+			       size_t pad, struct err *e);
+
+/* The generation defaults' EOS ids must be tokens of the model. */
+int model_check_eos(const struct model *m, const char *name, struct err *e);
 
 #endif

@@ -26,19 +26,21 @@ int chat_check(const char *config_path, struct err *e)
 	if (!j)
 		return err_set(e, "%s: not valid JSON", config_path);
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
-	int rc = 0;
-	if (!cJSON_IsString(t)) {
-		rc = err_set(e, "%s: no chat_template", config_path);
-	} else {
-		uint64_t h = 0xcbf29ce484222325ULL;
-		for (const unsigned char *p = (const unsigned char *)t->valuestring; *p; p++)
-			h = (h ^ *p) * 0x100000001b3ULL;
-		if (h != QWEN25_TEMPLATE_FNV)
-			rc = err_set(e, "%s: chat_template is not Qwen2.5's ChatML template, "
-				     "the only one implemented", config_path);
-	}
+	int rc = !cJSON_IsString(t) ? err_set(e, "%s: no chat_template", config_path) :
+		 chat_check_template(t->valuestring, strlen(t->valuestring), config_path, e);
 	cJSON_Delete(j);
 	return rc;
+}
+
+int chat_check_template(const char *t, size_t n, const char *name, struct err *e)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)t[i]) * 0x100000001b3ULL;
+	if (h != QWEN25_TEMPLATE_FNV)
+		return err_set(e, "%s: chat_template is not Qwen2.5's ChatML template, "
+			       "the only one implemented", name);
+	return 0;
 }
 
 void chat_free(struct chat_msg *msgs, size_t count)

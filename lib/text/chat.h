@@ -32,6 +32,10 @@ struct chat_msg {
  * the template implemented here. Returns 0, or -1 with "path: ..." in e. */
 int chat_check(const char *config_path, struct err *e);
 
+/* The same for a template text t[0..n) (a GGUF file's
+ * tokenizer.chat_template); name is used in messages. */
+int chat_check_template(const char *t, size_t n, const char *name, struct err *e);
+
 /* Parses a JSON array of {"role", "content"} objects from json[0..n).
  * On success *msgs (free with chat_free) holds *count messages. Errors name
  * the message: "messages[2]: content is not a string". */

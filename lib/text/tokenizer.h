@@ -35,6 +35,7 @@
 
 #include "text/bpe.h"
 #include "core/err.h"
+#include "core/vocab.h"
 
 struct tokenizer;
 
@@ -48,6 +49,16 @@ struct tokenizer *tok_load(const char *path, struct err *e);
  * as tok_path. Nothing points into data afterwards. */
 struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *name,
 			    struct err *e);
+
+/* The same from a vocabulary given as arrays (a GGUF file's; lib/core/vocab.h),
+ * with the rest of Qwen2's tokenizer.json (NFC, its pre-tokenizer pattern,
+ * ByteLevel): NORMAL tokens are the BPE vocabulary, CONTROL tokens added
+ * special tokens, USER tokens added tokens that are not special, UNUSED
+ * ones (llama.cpp's padding to the model's vocabulary size) no tokens at
+ * all; UNKNOWN and BYTE are refused. It is built as that tokenizer.json
+ * text and parsed by tok_parse, so it is checked and run by the same code.
+ * name is used in messages and as tok_path. */
+struct tokenizer *tok_from_vocab(const struct bpe_vocab *v, const char *name, struct err *e);
 
 void tok_free(struct tokenizer *t);
 

@@ -8,6 +8,11 @@
 #include "check.h"
 #include "sha256.h"
 #include "format/gguf.h"
+#include "format/gguf_arch.h"
+#include "text/tokenizer.h"
+#include "core/cpu.h"
+#include "model/forward.h"
+#include "model/model.h"
 
 #include <cJSON.h>
 #include <stdint.h>
@@ -300,8 +305,213 @@ static void test_mutations(void)
 	printf("mutations: %d accepted, %d refused\n", accepted, refused);
 }
 
+/* ---- the tokenizer from the file's arrays ---- */
+
+/* The tokenizer built from llama.cpp's arrays against HuggingFace's ids on
+ * the whole tokenizer corpus (tests/golden/tokenizer/corpus.jsonl, which
+ * tests/c/test_tokenizer.c holds the tokenizer.json path to), and id by id
+ * against the bundled tokenizer.json: the same bytes for every id, nothing
+ * for llama.cpp's [PAD] ids, and special exactly where llama.cpp's
+ * converter marked the token CONTROL (the eight fim/repo tokens included,
+ * which HuggingFace calls not special). */
+static void test_tokenizer(void)
+{
+	struct gguf_file f;
+	struct bpe_vocab v;
+	struct err e;
+	const char *path = GG "shakespeare-tiny.q4_0.gguf";
+	struct tokenizer *g = NULL;
+	if (gguf_open(&f, path, &e) == 0) {
+		if (gguf_vocab(&f, path, &v, &e) == 0) {
+			g = tok_from_vocab(&v, path, &e);
+			bpe_vocab_free(&v);
+		}
+		gguf_close(&f);
+	}
+	struct tokenizer *j = tok_load("data/qwen2.5-0.5b-instruct/tokenizer.json", &e);
+	CHECK(g && j, "both tokenizers load: %s", e.msg);
+	if (!g || !j) {
+		tok_free(g);
+		tok_free(j);
+		return;
+	}
+	CHECK(tok_n_ids(g) == tok_n_ids(j), "ids: %d and %d", tok_n_ids(g), tok_n_ids(j));
+	int same = 1, special = 0;
+	for (int32_t id = 0; id < 151936; id++) {
+		size_t na = 0, nb = 0;
+		const unsigned char *a = tok_bytes(g, id, &na), *b = tok_bytes(j, id, &nb);
+		same &= (!a && !b) || (a && b && na == nb && memcmp(a, b, na) == 0);
+		special += tok_is_special(g, id);
+	}
+	CHECK(same, "every id has the same bytes (or none) in both");
+	CHECK(special == 20, "20 CONTROL tokens are special, got %d", special);
+
+	FILE *fp = fopen("tests/golden/tokenizer/corpus.jsonl", "rb");
+	CHECK(fp != NULL, "corpus");
+	char *line = NULL;
+	size_t cap = 0;
+	long n = 0, ok = 0;
+	struct idvec got = { 0 };
+	while (fp && getline(&line, &cap, fp) > 0) {
+		cJSON *r = cJSON_Parse(line);
+		const cJSON *text = cJSON_GetObjectItem(r, "text"), *ids = cJSON_GetObjectItem(r, "ids");
+		got.n = 0;
+		int eq = cJSON_IsString(text) &&
+			 tok_encode(g, (const unsigned char *)text->valuestring,
+				    strlen(text->valuestring), 0, &got, NULL, &e) == 0 &&
+			 got.n == (size_t)cJSON_GetArraySize(ids);
+		size_t k = 0;
+		for (const cJSON *it = ids ? ids->child : NULL; eq && it; it = it->next, k++)
+			eq = got.v[k] == (int32_t)it->valuedouble;
+		ok += eq;
+		n++;
+		cJSON_Delete(r);
+	}
+	free(line);
+	idvec_free(&got);
+	if (fp)
+		fclose(fp);
+	CHECK(n > 10000 && ok == n, "corpus: %ld of %ld strings encode to HuggingFace's ids", ok, n);
+	tok_free(g);
+	tok_free(j);
+}
+
+/* ---- the model from the file alone ---- */
+
+#define TINY_CASES 4
+static const char *const cases[TINY_CASES] = { "citizen", "richard", "chatml", "mixed" };
+
+struct logits {
+	int V;
+	float *all;   /* every position's logits */
+	float *last;
+};
+
+static int keep(void *arg, int pos, const float *lg, struct err *e)
+{
+	struct logits *r = arg;
+	memcpy(r->last, lg, sizeof(float) * r->V);
+	if (r->all)
+		memcpy(r->all + (size_t)pos * r->V, lg, sizeof(float) * r->V);
+	return 0;
+}
+
+/* The logits of every position of ids[0..n) into all, then 48 greedy
+ * tokens (argmax, the first on ties) into greedy. */
+static void run(const struct model *m, const int *ids, int n, float *all, int *greedy)
+{
+	struct forward f;
+	struct forward_opts o = { .threads = 1, .ctx = n + 64, .level = cpu_detect() };
+	struct err e;
+	struct logits r = { m->cfg.vocab_size, all, malloc(sizeof(float) * m->cfg.vocab_size) };
+	CHECK(forward_init(&f, m, &o, &e) == 0 && forward_eval(&f, ids, n, 1, keep, &r, &e) == 0,
+	      "eval: %s", e.msg);
+	r.all = NULL;
+	for (int i = 0; i < 48; i++) {
+		int a = 0;
+		for (int k = 1; k < r.V; k++)
+			a = r.last[k] > r.last[a] ? k : a;
+		greedy[i] = a;
+		CHECK(forward_eval(&f, &greedy[i], 1, 0, keep, &r, &e) == 0, "eval: %s", e.msg);
+	}
+	free(r.last);
+	forward_free(&f);
+}
+
+static int load_ok(struct model *m, const char *path, int f32)
+{
+	struct model_opts o = { .f32 = f32 };
+	struct err e;
+	int rc = model_load(m, path, &o, &e);
+	CHECK(rc == 0, "load %s: %s", path, rc ? e.msg : "");
+	return rc;
+}
+
+/* llama.cpp's bf16 file is the bundled safetensors model bit for bit, so
+ * its logits are the same bits (same kernels, same weights), and its greedy
+ * tokens are transformers' (tests/golden/shakespeare-tiny/: greedy_48). */
+static void test_bf16_model(void)
+{
+	struct model a, b;
+	if (load_ok(&a, "data/shakespeare-tiny", 0) || load_ok(&b, GG "shakespeare-tiny.bf16.gguf", 0))
+		return;
+	CHECK(b.w.layers[0].wq.type == WT_BF16 && b.w.embed.type == WT_BF16, "bf16 matrices as stored");
+	for (int c = 0; c < TINY_CASES; c++) {
+		char path[128];
+		snprintf(path, sizeof path, "tests/golden/shakespeare-tiny/%s.json", cases[c]);
+		cJSON *j = load_json(path);
+		const cJSON *ids = cJSON_GetObjectItem(j, "ids"), *g48 = cJSON_GetObjectItem(j, "greedy_48");
+		int n = cJSON_GetArraySize(ids), *id = malloc(sizeof(int) * (size_t)n), ga[48], gb[48];
+		for (int i = 0; i < n; i++)
+			id[i] = cJSON_GetArrayItem(ids, i)->valueint;
+		size_t V = (size_t)a.cfg.vocab_size;
+		float *la = malloc(sizeof(float) * V * (size_t)n), *lb = malloc(sizeof(float) * V * (size_t)n);
+		run(&a, id, n, la, ga);
+		run(&b, id, n, lb, gb);
+		CHECK(memcmp(la, lb, sizeof(float) * V * (size_t)n) == 0,
+		      "%s: every position's logits are the safetensors model's, bitwise", cases[c]);
+		int same = cJSON_GetArraySize(g48) == 48;
+		for (int i = 0; same && i < 48; i++)
+			same = gb[i] == cJSON_GetArrayItem(g48, i)->valueint;
+		CHECK(same, "%s: the 48 greedy tokens are transformers'", cases[c]);
+		free(la);
+		free(lb);
+		free(id);
+		cJSON_Delete(j);
+	}
+	model_free(&a);
+	model_free(&b);
+}
+
+/* A quantized file as loaded (Q4_0 repacked for the int4 kernels, the rest
+ * dequantized) against the float32 model of the same file's exactly
+ * dequantized values (--f32): the same function but for the kernels' sum
+ * orders, so within 1e-4 at every position (the project's bound for
+ * reordered float32 sums at logits of about 10). */
+static void test_quant_model(const char *file, int want_q4)
+{
+	struct model q, f;
+	if (load_ok(&q, file, 0) || load_ok(&f, file, 1))
+		return;
+	int q4 = 0;
+	for (int l = 0; l < q.cfg.n_layers; l++)
+		q4 += (q.w.layers[l].wq.type == WT_Q4) + (q.w.layers[l].down.type == WT_Q4);
+	CHECK(q4 == want_q4, "%s: %d of the q and down matrices run on the int4 kernels, "
+	      "expected %d", file, q4, want_q4);
+	CHECK(f.w.layers[0].wq.type == WT_F32, "--f32: float32 matrices");
+	double worst = 0;
+	for (int c = 0; c < TINY_CASES; c++) {
+		char path[128];
+		snprintf(path, sizeof path, "tests/golden/shakespeare-tiny/%s.json", cases[c]);
+		cJSON *j = load_json(path);
+		const cJSON *ids = cJSON_GetObjectItem(j, "ids");
+		int n = cJSON_GetArraySize(ids), *id = malloc(sizeof(int) * (size_t)n), ga[48], gb[48];
+		for (int i = 0; i < n; i++)
+			id[i] = cJSON_GetArrayItem(ids, i)->valueint;
+		size_t V = (size_t)q.cfg.vocab_size;
+		float *la = malloc(sizeof(float) * V * (size_t)n), *lb = malloc(sizeof(float) * V * (size_t)n);
+		run(&q, id, n, la, ga);
+		run(&f, id, n, lb, gb);
+		double d = check_max_abs(la, lb, (long)(V * (size_t)n), NULL);
+		worst = d > worst ? d : worst;
+		CHECK(d <= 1e-4, "%s: %s: logits within 1e-4 of the float32 model of its values "
+		      "(%.3g)", file, cases[c], d);
+		free(la);
+		free(lb);
+		free(id);
+		cJSON_Delete(j);
+	}
+	printf("%s: logits within %.3g of its float32 model\n", file, worst);
+	model_free(&q);
+	model_free(&f);
+}
+
 int main(void)
 {
+	test_bf16_model();
+	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8);
+	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0);
+	test_tokenizer();
 	test_q4_1_q5_1();
 	test_q5_k();
 	test_mutations();

@@ -53,8 +53,8 @@ enum { OPT_ACT8 = CLI_LONG, OPT_SYNTH, OPT_CONFIG, OPT_MEMBW,
        OPT_MEMBW_MIB, OPT_NO_SGEMM, OPT_RECORD, OPT_NO_RECORD, OPT_LLAMA, OPT_GGUF };
 
 static const struct cli_opt opts[] = {
-	{ 0, "MODEL", NULL, "a model directory, a .safetensors file or a .q8/.q4\n"
-	  "container" },
+	{ 0, "MODEL", NULL, "a model directory, a .safetensors file, a .q8/.q4\n"
+	  "container or a GGUF file" },
 	{ 'p', "prompt|n-prompt", "N", "prompt tokens for prefill and TTFT (default 64)" },
 	{ 'n', "tokens|n-gen|n-predict", "N", "tokens decoded per repetition (default 64)" },
 	{ 'r', "reps|repetitions", "N", "repetitions after one warm-up (default 10)" },

@@ -406,6 +406,8 @@ int main(int argc, char **argv)
 			!fo.act8 ? "" : quant_q8a_vnni(f.k->level)
 				? ", int8 activations (VNNI)" : ", int8 activations (scalar)",
 			f.threads, f.threads == 1 ? "" : "s");
+	if (verbose && m.note[0])
+		fprintf(stderr, "forward: %s: %s\n", path, m.note);
 
 	int n;
 	int *ids = read_ids(m.cfg.vocab_size, &n);

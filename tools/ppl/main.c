@@ -6,8 +6,8 @@
  *
  * Each level is the safetensors MODEL loaded as float32, as bf16, or
  * quantized in memory (lib/model/qmodel.h: the same code as `quantize`), with
- * int8 activations for +a8 (lib/model/forward.h); each CONTAINER is one more
- * level, read as stored (float activations). Every level runs side by
+ * int8 activations for +a8 (lib/model/forward.h); each CONTAINER (.q8, .q4
+ * or .gguf) is one more level, read as stored (float activations). Every level runs side by
  * side with the float32 model (lib/model/ppl.h), which gives the KL divergence
  * and top-1 agreement without writing any logits anywhere.
  */
@@ -37,7 +37,8 @@ enum { OPT_CHUNK = CLI_LONG, OPT_MAX_CHUNKS, OPT_NO_COMPARE };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a safetensors model directory (or a container, alone)" },
-	{ 0, "CONTAINER", NULL, "a .q8 / .q4 from quantize: one more level, as stored" },
+	{ 0, "CONTAINER", NULL, "a .q8 / .q4 from quantize, or a GGUF file\n"
+	  "(llama.cpp's): one more level, as stored" },
 	{ 'l', "level", "LIST", "comma-separated, from fp32, bf16, int8, int4,\n"
 	  "int4-rtn (the round-to-nearest baseline), each int\n"
 	  "level optionally with +embed (the embeddings too)\n"
@@ -316,7 +317,8 @@ int main(int argc, char **argv)
 	const char *model = argv[optind];
 	struct modelpath where;  /* the model's files */
 	bool resolved = modelpath_resolve(&where, model, &e) == 0;
-	bool container = resolved && where.kind == MODELPATH_CONTAINER;
+	bool container = resolved && (where.kind == MODELPATH_CONTAINER ||
+				      where.kind == MODELPATH_GGUF);
 	if (container && (level_list || optind + 1 < argc))
 		cli_die_usage("%s is a container: it is the only level (give the safetensors "
 			  "MODEL to compare levels)", model);

@@ -4,13 +4,16 @@
  *   tok decode [FILE...]   ids separated by any whitespace -> text, streamed
  *   tok chat               messages (JSON on stdin, or --system/--user) -> ids
  *
- * The tokenizer: --tokenizer PATH (a tokenizer.json or a model directory),
- * else $QWENPIPE_TOKENIZER, else the bundled
+ * The tokenizer: --tokenizer PATH (a tokenizer.json, a model directory, or
+ * a GGUF file: its tokenizer.ggml.* arrays and chat template), else
+ * $QWENPIPE_TOKENIZER, else the bundled
  * data/qwen2.5-0.5b-instruct/tokenizer.json, found from where the tok
  * executable is (see default_tokenizer), so it works from anywhere.
  */
 #include "text/chat.h"
 #include "cli/cli.h"
+#include "format/gguf.h"
+#include "format/gguf_arch.h"
 #include "cli/datadir.h"
 #include "core/path.h"
 #include "core/slurp.h"
@@ -85,6 +88,53 @@ static char *default_tokenizer(void)
 	return (char *)datadir_find(BUNDLED, path, sizeof path);
 }
 
+/* The tokenizer of a GGUF file, from its arrays (lib/core/vocab.h). */
+static struct tokenizer *load_gguf(const char *path, struct err *e)
+{
+	struct gguf_file f;
+	struct bpe_vocab v;
+	if (gguf_open(&f, path, e) < 0)
+		return NULL;
+	struct tokenizer *t = NULL;
+	if (gguf_vocab(&f, path, &v, e) == 0) {
+		t = tok_from_vocab(&v, path, e);
+		bpe_vocab_free(&v);
+	}
+	gguf_close(&f);
+	return t;
+}
+
+/* The chat template of the tokenizer at path must be the one we render:
+ * a GGUF file's tokenizer.chat_template, else the tokenizer_config.json
+ * beside the tokenizer.json. */
+static void check_template(const char *tp)
+{
+	struct err e;
+	if (gguf_sniff(tp)) {
+		struct gguf_file f;
+		const char *s;
+		uint64_t n;
+		int rc = gguf_open(&f, tp, &e) < 0 ? -1 :
+			 gguf_get_str(&f, "tokenizer.chat_template", &s, &n, tp, &e);
+		if (rc == 1)
+			err_set(&e, "%s: key 'tokenizer.chat_template': missing", tp);
+		else if (rc == 0)
+			rc = chat_check_template(s, (size_t)n, tp, &e);
+		if (rc >= 0)
+			gguf_close(&f);
+		if (rc != 0)
+			cli_die_err(&e);
+		return;
+	}
+	size_t dl = strlen(tp);
+	while (dl > 0 && tp[dl - 1] != '/')
+		dl--;
+	char config[PATH_MAX + 32];
+	snprintf(config, sizeof config, "%.*stokenizer_config.json", (int)dl, tp);
+	if (chat_check(config, &e) < 0)
+		cli_die_err(&e);
+}
+
 static struct tokenizer *load(const struct opts *o)
 {
 	const char *path = o->tokenizer;
@@ -102,7 +152,7 @@ static struct tokenizer *load(const struct opts *o)
 	struct modelpath mp;  /* a model directory: its tokenizer.json */
 	if (path_is_dir(path) && modelpath_resolve(&mp, path, &e) == 0)
 		path = mp.tokenizer;
-	struct tokenizer *t = tok_load(path, &e);
+	struct tokenizer *t = gguf_sniff(path) ? load_gguf(path, &e) : tok_load(path, &e);
 	if (!t)
 		cli_die_err(&e);
 	return t;
@@ -305,15 +355,7 @@ static int cmd_chat(const struct opts *o)
 {
 	struct tokenizer *t = load(o);
 	struct err e;
-	/* the template shipped beside tokenizer.json must be the one we render */
-	const char *tp = tok_path(t);
-	size_t dl = strlen(tp);
-	while (dl > 0 && tp[dl - 1] != '/')
-		dl--;
-	char config[PATH_MAX + 32];
-	snprintf(config, sizeof config, "%.*stokenizer_config.json", (int)dl, tp);
-	if (chat_check(config, &e) < 0)
-		cli_die_err(&e);
+	check_template(tok_path(t));
 
 	struct chat_msg *msgs = NULL;
 	size_t count = 0;

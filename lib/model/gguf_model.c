@@ -1,0 +1,219 @@
+/* gguf_model: see gguf_model.h. */
+#include "model/gguf_model.h"
+#include "core/bf16.h"
+#include "format/gguf_arch.h"
+#include "kernels/quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64
+
+/* How a matrix is held. */
+enum plan { P_VIEW, P_Q4, P_F32 };
+
+static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o)
+{
+	if (o->f32)
+		return t->type == GGML_F32 && o->mmap ? P_VIEW : P_F32;
+	if (t->type == GGML_BF16 || t->type == GGML_F32)
+		return P_VIEW;
+	return t->type == GGML_Q4_0 ? P_Q4 : P_F32;
+}
+
+/* Bytes a matrix takes in m->owned, rounded up to ALIGN. */
+static size_t owned_bytes(const struct gguf_tensor *t, enum plan p)
+{
+	size_t n = (size_t)t->nelem, b = 0;
+	if (p == P_F32)
+		b = n * sizeof(float);
+	else if (p == P_Q4)
+		b = (n / 2 + ALIGN - 1) / ALIGN * ALIGN + n / Q4_BLOCK * sizeof(float);
+	return (b + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+struct loader {
+	struct model *m;
+	const char *name;
+	const struct model_opts *o;
+	unsigned char *next;     /* next free byte of m->owned */
+	float *vec;              /* next free float of m->vecs */
+	int counts[GGML_NTYPES]; /* matrices converted, by type */
+	int q4;                  /* matrices repacked as int4 */
+	struct err *e;
+};
+
+static const struct gguf_tensor *find(struct loader *L, const char *fmt, int layer)
+{
+	char hf[160], gg[160];
+	snprintf(hf, sizeof hf, fmt, layer);
+	/* the manifest check guarantees presence and shape */
+	return gguf_find_tensor(L->m->gg, gguf_from_hf(hf, gg, sizeof gg));
+}
+
+static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
+{
+	const struct gguf_tensor *t = find(L, fmt, layer);
+	enum plan p = plan_of(t, L->o);
+	int rows = (int)t->ne[1], cols = (int)t->ne[0];
+	*w = (struct wmat){ .rows = rows, .cols = cols };
+	if (p == P_VIEW) {
+		w->type = t->type == GGML_BF16 ? WT_BF16 : WT_F32;
+		w->data = t->data;
+	} else if (p == P_Q4) {
+		unsigned char *q = L->next;
+		float *s = (float *)(q + ((size_t)t->nelem / 2 + ALIGN - 1) / ALIGN * ALIGN);
+		const unsigned char *b = t->data;
+		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += 18) {
+			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+			memcpy(q + 16 * k, b + 2, 16);
+		}
+		*w = (struct wmat){ WT_Q4, rows, cols, q, s, Q4_BLOCK };
+		L->q4++;
+	} else {
+		float *v = (float *)L->next;
+		gguf_dequant(t->type, t->data, t->nelem, v);
+		w->type = WT_F32;
+		w->data = v;
+		L->counts[t->type]++;
+	}
+	L->next += owned_bytes(t, p);
+	L->m->weight_bytes += wmat_bytes(w);
+	return 0;
+}
+
+static int vector(struct loader *L, const float **out, const char *fmt, int layer)
+{
+	const struct gguf_tensor *t = find(L, fmt, layer);
+	gguf_dequant(t->type, t->data, t->nelem, L->vec);
+	*out = L->vec;
+	L->vec += t->nelem;
+	return 0;
+}
+
+/* Every tensor's type must be one gguf_dequant reads; the sizes of
+ * m->owned and m->vecs. */
+static int check_types(struct loader *L, size_t *owned, size_t *vecs)
+{
+	const struct gguf_file *f = L->m->gg;
+	*owned = *vecs = 0;
+	for (int i = 0; i < f->ntensors; i++) {
+		const struct gguf_tensor *t = &f->t[i];
+		if (!gguf_can_dequant(t->type))
+			return err_set(L->e, "%s: tensor '%s': type %s is not supported",
+				       L->name, t->name, gguf_ttype_name(t->type));
+		if (t->ndim == 1)
+			*vecs += (size_t)t->nelem;
+		else
+			*owned += owned_bytes(t, plan_of(t, L->o));
+	}
+	return 0;
+}
+
+/* m->note: what was converted, e.g. "GGUF: 28 Q4_0 matrices repacked as
+ * int4 (exact), 1 Q8_0 dequantized to float32". */
+static void note(struct loader *L)
+{
+	char *s = L->m->note;
+	size_t cap = sizeof L->m->note, o = 0;
+	o += (size_t)snprintf(s + o, cap - o, "GGUF");
+	const char *sep = ": ";
+	if (L->q4) {
+		o += (size_t)snprintf(s + o, cap - o, "%s%d Q4_0 matri%s repacked as int4 "
+				      "(exact)", sep, L->q4, L->q4 == 1 ? "x" : "ces");
+		sep = ", ";
+	}
+	for (int t = 0; t < GGML_NTYPES && o < cap; t++)
+		if (L->counts[t]) {
+			o += (size_t)snprintf(s + o, cap - o, "%s%d %s dequantized to float32 "
+					      "(exact)", sep, L->counts[t],
+					      gguf_ttype_name((enum gguf_ttype)t));
+			sep = ", ";
+		}
+	if (o < cap && !strcmp(sep, ": "))
+		snprintf(s + o, cap - o, ": every matrix as stored");
+}
+
+static int fill(struct loader *L)
+{
+	struct model *m = L->m;
+	const struct model_config *c = &m->cfg;
+	size_t owned, nvec;
+	if (check_types(L, &owned, &nvec) < 0)
+		return -1;
+	m->vecs = malloc(sizeof(float) * (nvec ? nvec : 1));
+	m->owned = owned ? aligned_alloc(ALIGN, owned) : NULL;
+	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
+	if (!m->vecs || (owned && !m->owned) || !m->w.layers)
+		return err_set(L->e, "%s: out of memory", L->name);
+	L->next = m->owned;
+	L->vec = m->vecs;
+	if (matrix(L, &m->w.embed, "model.embed_tokens.weight", 0) < 0)
+		return -1;
+	for (int l = 0; l < c->n_layers; l++) {
+		struct layer_weights *W = &m->w.layers[l];
+		if (vector(L, &W->attn_norm, "model.layers.%d.input_layernorm.weight", l) < 0 ||
+		    matrix(L, &W->wq, "model.layers.%d.self_attn.q_proj.weight", l) < 0 ||
+		    vector(L, &W->bq, "model.layers.%d.self_attn.q_proj.bias", l) < 0 ||
+		    matrix(L, &W->wk, "model.layers.%d.self_attn.k_proj.weight", l) < 0 ||
+		    vector(L, &W->bk, "model.layers.%d.self_attn.k_proj.bias", l) < 0 ||
+		    matrix(L, &W->wv, "model.layers.%d.self_attn.v_proj.weight", l) < 0 ||
+		    vector(L, &W->bv, "model.layers.%d.self_attn.v_proj.bias", l) < 0 ||
+		    matrix(L, &W->wo, "model.layers.%d.self_attn.o_proj.weight", l) < 0 ||
+		    vector(L, &W->mlp_norm, "model.layers.%d.post_attention_layernorm.weight", l) < 0 ||
+		    matrix(L, &W->gate, "model.layers.%d.mlp.gate_proj.weight", l) < 0 ||
+		    matrix(L, &W->up, "model.layers.%d.mlp.up_proj.weight", l) < 0 ||
+		    matrix(L, &W->down, "model.layers.%d.mlp.down_proj.weight", l) < 0)
+			return -1;
+	}
+	if (vector(L, &m->w.final_norm, "model.norm.weight", 0) < 0)
+		return -1;
+	if (c->tie_embeddings)
+		m->w.lm_head = m->w.embed;
+	else if (matrix(L, &m->w.lm_head, "lm_head.weight", 0) < 0)
+		return -1;
+	note(L);
+	return 0;
+}
+
+/* The validated file in anonymous memory, its data section 64-byte
+ * aligned, validated again (its views replace the mapping's). */
+static int copy_file(struct model *m, const char *name, struct err *e)
+{
+	size_t pad = (ALIGN - m->gg->data_offset % ALIGN) % ALIGN;
+	size_t size = m->gg->size;
+	unsigned char *p = model_anon_read(m, name, size, pad, e);
+	if (!p)
+		return -1;
+	gguf_close(m->gg);
+	return gguf_parse(m->gg, p, size, name, e);
+}
+
+int model_load_gguf(struct model *m, const char *path, const struct model_opts *o,
+		    struct err *e)
+{
+	m->gg = malloc(sizeof *m->gg);
+	if (!m->gg)
+		return err_set(e, "%s: out of memory", path);
+	if (gguf_open(m->gg, path, e) < 0) {
+		free(m->gg);
+		m->gg = NULL;
+		return -1;
+	}
+	struct manifest want, have;
+	manifest_init(&want);
+	manifest_init(&have);
+	struct loader L = { .m = m, .name = path, .o = o, .e = e };
+	int rc = gguf_qwen2_config(m->gg, path, &m->cfg, &m->gen, e) < 0 ||
+		 model_check_eos(m, path, e) < 0 ||
+		 manifest_build(&want, &m->cfg, e) < 0 ||
+		 manifest_from_gguf(&have, m->gg, e) < 0 ||
+		 manifest_check(&want, &have, path, e) < 0 ||
+		 (!o->mmap && copy_file(m, path, e) < 0) || fill(&L) < 0 ? -1 : 0;
+	manifest_free(&want);
+	manifest_free(&have);
+	if (rc < 0)
+		model_free(m);
+	return rc;
+}

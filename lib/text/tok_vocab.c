@@ -1,0 +1,134 @@
+/* tok_vocab: a tokenizer from a vocabulary given as arrays (tokenizer.h,
+ * tok_from_vocab). The arrays are written out as the tokenizer.json that
+ * Qwen2's tokenizer ships (the same normalizer, pre-tokenizer pattern and
+ * byte-level components) and that text goes through tok_parse: one parser,
+ * one set of checks, one encoder for both kinds of file. */
+#include "text/tokenizer.h"
+#include "text/pretok.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growable text. */
+struct buf {
+	char *p;
+	size_t n, cap;
+	int oom;
+};
+
+static void put(struct buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1 << 16;
+		while (cap < b->n + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+}
+
+static void puts_(struct buf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* s[0..n) as a JSON string: quotes, backslashes and control characters
+ * escaped; every other byte as it is (tok_parse checks the UTF-8). */
+static void put_str(struct buf *b, const char *s, size_t n)
+{
+	put(b, "\"", 1);
+	size_t run = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		put(b, s + run, i - run);
+		char esc[8];
+		snprintf(esc, sizeof esc, "\\u%04x", c);
+		puts_(b, esc);
+		run = i + 1;
+	}
+	put(b, s + run, n - run);
+	put(b, "\"", 1);
+}
+
+static const char BYTELEVEL[] =
+	"{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": false, "
+	"\"use_regex\": false}";
+
+struct tokenizer *tok_from_vocab(const struct bpe_vocab *v, const char *name, struct err *e)
+{
+	for (size_t i = 0; i < v->n_tokens; i++)
+		if (v->types[i] < VOCAB_NORMAL || v->types[i] > VOCAB_UNUSED ||
+		    v->types[i] == VOCAB_UNKNOWN) {
+			err_set(e, "%s: token %zu: type %d is not supported (normal, control, "
+				"user-defined or unused)", name, i, (int)v->types[i]);
+			return NULL;
+		}
+	struct buf b = { 0 };
+	puts_(&b, "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, "
+		  "\"added_tokens\": [");
+	const char *sep = "";
+	for (size_t i = 0; i < v->n_tokens; i++) {
+		int t = v->types[i];
+		if (t != VOCAB_CONTROL && t != VOCAB_USER)
+			continue;
+		char head[64];
+		snprintf(head, sizeof head, "%s{\"id\": %zu, \"content\": ", sep, i);
+		puts_(&b, head);
+		put_str(&b, v->tokens[i].s, v->tokens[i].len);
+		puts_(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
+			  "\"normalized\": false, \"special\": ");
+		puts_(&b, t == VOCAB_CONTROL ? "true}" : "false}");
+		sep = ", ";
+	}
+	puts_(&b, "], \"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": "
+		  "\"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+		  "{\"Regex\": ");
+	put_str(&b, PRETOK_QWEN2_PATTERN, strlen(PRETOK_QWEN2_PATTERN));
+	puts_(&b, "}, \"behavior\": \"Isolated\", \"invert\": false}, ");
+	puts_(&b, BYTELEVEL);
+	puts_(&b, "]}, \"post_processor\": ");
+	puts_(&b, BYTELEVEL);
+	puts_(&b, ", \"decoder\": ");
+	puts_(&b, BYTELEVEL);
+	puts_(&b, ", \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
+		  "\"continuing_subword_prefix\": \"\", \"end_of_word_suffix\": \"\", "
+		  "\"fuse_unk\": false, \"byte_fallback\": false, \"ignore_merges\": false, "
+		  "\"vocab\": {");
+	sep = "";
+	for (size_t i = 0; i < v->n_tokens; i++) {
+		if (v->types[i] != VOCAB_NORMAL)
+			continue;
+		puts_(&b, sep);
+		put_str(&b, v->tokens[i].s, v->tokens[i].len);
+		char id[32];
+		snprintf(id, sizeof id, ": %zu", i);
+		puts_(&b, id);
+		sep = ", ";
+	}
+	puts_(&b, "}, \"merges\": [");
+	for (size_t i = 0; i < v->n_merges; i++) {
+		puts_(&b, i ? ", " : "");
+		put_str(&b, v->merges[i].s, v->merges[i].len);
+	}
+	puts_(&b, "]}}");
+	if (b.oom) {
+		free(b.p);
+		err_set(e, "%s: out of memory", name);
+		return NULL;
+	}
+	struct tokenizer *t = tok_parse((const unsigned char *)b.p, b.n, name, e);
+	free(b.p);
+	return t;
+}
