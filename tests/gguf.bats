@@ -132,3 +132,40 @@ rejects() {
 		[ "${#stderr_lines[@]}" -eq 1 ]
 	done
 }
+
+# ---- the model from the file alone ----
+
+@test "forward: llama.cpp's bf16 file gives the safetensors model's logits, bitwise" {
+	ids=$(jq -r '.ids | map(tostring) | join(" ")' "$GOLDEN/shakespeare-tiny/mixed.json")
+	forward "$TINY" --score --all <<<"$ids" >"$BATS_TEST_TMPDIR/st"
+	forward "$GG/shakespeare-tiny.bf16.gguf" --score --all <<<"$ids" >"$BATS_TEST_TMPDIR/gg"
+	# the 4240-byte header differs only in what the files' configs say
+	# (generation defaults, eos); every frame after it is the same bytes
+	cmp -i 4240 "$BATS_TEST_TMPDIR/st" "$BATS_TEST_TMPDIR/gg"
+}
+
+@test "forward -v says what loading converted" {
+	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_0.gguf" --score <<<"1 2 3"
+	[[ $stderr == *"GGUF: 28 Q4_0 matrices repacked as int4 (exact), 1 Q8_0 dequantized to float32 (exact)"* ]]
+	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_k_m.gguf" --score <<<"1 2 3"
+	[[ $stderr == *"GGUF: 22 Q5_0 dequantized to float32 (exact), 3 Q8_0 dequantized to float32 (exact), 2 Q4_K dequantized to float32 (exact), 2 Q6_K dequantized to float32 (exact)"* ]]
+}
+
+@test "tok --tokenizer FILE.gguf: the file's own tokenizer and chat template" {
+	text=$'ROMEO: But soft! what light\n<|im_start|>user  \t42 caf\xc3\xa9'
+	want=$(tok encode <<<"$text")
+	[ "$(tok encode --tokenizer "$GG/shakespeare-tiny.q4_0.gguf" <<<"$text")" = "$want" ]
+	want=$(tok chat --user hi)
+	[ "$(tok chat --tokenizer "$GG/shakespeare-tiny.bf16.gguf" --user hi)" = "$want" ]
+	run -0 bash -c "tok decode --tokenizer '$GG/shakespeare-tiny.bf16.gguf' <<<'$(tr '\n' ' ' <<<"$want")'"
+	assert_output --partial '<|im_start|>user'
+}
+
+@test "a GGUF of another architecture, a broken tokenizer or a bad file is refused by name" {
+	run --separate-stderr -1 forward "$G/llama.gguf" --score <<<"1"
+	[ "$stderr" = "forward: $G/llama.gguf: architecture 'llama' is not supported (qwen2)" ]
+	run --separate-stderr -1 forward "$G/overlap.gguf" --score <<<"1"
+	[ "$stderr" = "forward: $G/overlap.gguf: tensor 'b': offset 32 overlaps tensor 'a' (which ends at 64)" ]
+	run --separate-stderr -1 tok encode --tokenizer "$G/llama.gguf" <<<"x"
+	[ "$stderr" = "tok: $G/llama.gguf: key 'tokenizer.ggml.model': missing" ]
+}
