@@ -34,8 +34,9 @@ enum { OPT_TOKENIZER = CLI_LONG, OPT_NO_SPECIAL, OPT_SKIP_SPECIAL, OPT_PIECES,
 
 static const struct cli_opt opts[] = {
 	{ 0, "FILE", NULL, "encode, decode: the input ('-' or none: stdin)" },
-	{ OPT_TOKENIZER, "tokenizer", "PATH", "a tokenizer.json or a model directory (default:\n"
-	  "$QWENPIPE_TOKENIZER, else the bundled Qwen2.5 one)" },
+	{ OPT_TOKENIZER, "tokenizer", "PATH", "a tokenizer.json, a model directory or a GGUF\n"
+	  "file (default: $QWENPIPE_TOKENIZER, else the\n"
+	  "bundled Qwen2.5 one)" },
 	{ OPT_NO_SPECIAL, "no-special", NULL, "encode: special tokens in the text are plain text" },
 	{ OPT_SKIP_SPECIAL, "skip-special", NULL, "decode: leave special tokens out of the text" },
 	{ OPT_PIECES, "pieces", NULL, "encode, chat: each token as id and its text" },
