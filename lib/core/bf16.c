@@ -1,6 +1,8 @@
 /* bf16: see bf16.h. */
 #include "core/bf16.h"
 
+#include <math.h>
+
 float f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
@@ -24,4 +26,24 @@ float f16_to_f32(uint16_t h)
 	float f;
 	memcpy(&f, &u, 4);
 	return f;
+}
+
+uint16_t f32_to_f16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+	uint32_t ax = x & 0x7fffffffu;
+	if (ax > 0x7f800000u)                  /* NaN: quiet, top payload kept */
+		return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+	if (ax >= 0x477ff000u)                 /* 65520 and up round to infinity */
+		return (uint16_t)(sign | 0x7c00u);
+	if (ax < 0x38800000u) {                /* below 2^-14: a multiple of 2^-24 */
+		float a;
+		memcpy(&a, &ax, 4);
+		/* a * 2^24 is exact; lrintf rounds it to nearest even */
+		return (uint16_t)(sign | (uint16_t)lrintf(a * 16777216.0f));
+	}
+	ax += 0xfffu + ((ax >> 13) & 1u);      /* round at bit 13, ties to even */
+	return (uint16_t)(sign | ((ax - 0x38000000u) >> 13));
 }

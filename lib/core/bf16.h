@@ -35,4 +35,9 @@ static inline uint16_t f32_to_bf16(float f)
 /* IEEE 754 binary16 to float32, exact (subnormals, inf and NaN included). */
 float f16_to_f32(uint16_t h);
 
+/* float32 to binary16, rounded to nearest, ties to even (as F16C's
+ * vcvtps2ph and ggml do): past 65504 to infinity, below 2^-14 to the
+ * subnormals, NaN stays NaN (quiet). */
+uint16_t f32_to_f16(float f);
+
 #endif

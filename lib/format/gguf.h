@@ -173,4 +173,12 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst);
 /* Whether gguf_dequant reads type t. */
 bool gguf_can_dequant(enum gguf_ttype t);
 
+/* Quantizes n float32 values (a whole number of blocks) into type t at dst,
+ * exactly as ggml's reference quantizers (quantize_row_q8_0_ref, _q4_0_ref)
+ * and conversions do, so that a file we write holds the bytes llama.cpp's
+ * llama-quantize would: F32 (copied), F16 and BF16 (rounded to nearest
+ * even), Q8_0, Q4_0. 0, or -1 for another type. */
+int gguf_quant(enum gguf_ttype t, const float *src, uint64_t n, void *dst);
+bool gguf_can_quant(enum gguf_ttype t);
+
 #endif

@@ -28,6 +28,7 @@
 #include "format/gguf.h"
 #include "core/bf16.h"
 
+#include <math.h>
 #include <string.h>
 
 static float half(const unsigned char *p)
@@ -199,5 +200,83 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst)
 	uint64_t qk = gguf_ttype_block(t), bs = gguf_ttype_size(t);
 	for (uint64_t i = 0; i < n / qk; i++)
 		block(s + i * bs, dst + i * qk);
+	return 0;
+}
+
+/* ---- quantizing: ggml's reference quantizers (quantize_row_*_ref) ---- */
+
+static void put_half(unsigned char *p, float x)
+{
+	uint16_t h = f32_to_f16(x);
+	p[0] = (unsigned char)h;
+	p[1] = (unsigned char)(h >> 8);
+}
+
+/* d = max|x| / 127, q = round(x / d) through x * (1 / d), half away from
+ * zero; d stored as a half, the codes made with the float d. */
+static void quant_q8_0(const float *x, unsigned char *b)
+{
+	float amax = 0;
+	for (int j = 0; j < 32; j++)
+		amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+	float d = amax / 127, id = d ? 1.0f / d : 0.0f;
+	put_half(b, d);
+	for (int j = 0; j < 32; j++)
+		b[2 + j] = (unsigned char)(int8_t)roundf(x[j] * id);
+}
+
+/* m = the weight of largest magnitude (the first on ties), d = m / -8, so m
+ * is code 0 (-8 d); codes trunc(x / d + 8.5) capped at 15. */
+static void quant_q4_0(const float *x, unsigned char *b)
+{
+	float amax = 0, max = 0;
+	for (int j = 0; j < 32; j++)
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	float d = max / -8, id = d ? 1.0f / d : 0.0f;
+	put_half(b, d);
+	for (int j = 0; j < 16; j++) {
+		int q0 = (int)(x[j] * id + 8.5f), q1 = (int)(x[16 + j] * id + 8.5f);
+		q0 = q0 < 15 ? q0 : 15;
+		q1 = q1 < 15 ? q1 : 15;
+		b[2 + j] = (unsigned char)(q0 | q1 << 4);
+	}
+}
+
+bool gguf_can_quant(enum gguf_ttype t)
+{
+	return t == GGML_F32 || t == GGML_F16 || t == GGML_BF16 || t == GGML_Q8_0 ||
+	       t == GGML_Q4_0;
+}
+
+int gguf_quant(enum gguf_ttype t, const float *src, uint64_t n, void *dst)
+{
+	unsigned char *d = dst;
+	void (*block)(const float *, unsigned char *) = NULL;
+	switch (t) {
+	case GGML_F32:
+		memcpy(d, src, n * 4);
+		return 0;
+	case GGML_F16:
+		for (uint64_t i = 0; i < n; i++)
+			put_half(d + 2 * i, src[i]);
+		return 0;
+	case GGML_BF16:
+		for (uint64_t i = 0; i < n; i++) {
+			uint16_t h = f32_to_bf16(src[i]);
+			d[2 * i] = (unsigned char)h;
+			d[2 * i + 1] = (unsigned char)(h >> 8);
+		}
+		return 0;
+	case GGML_Q8_0: block = quant_q8_0; break;
+	case GGML_Q4_0: block = quant_q4_0; break;
+	default:
+		return -1;
+	}
+	uint64_t bs = gguf_ttype_size(t);
+	for (uint64_t i = 0; i < n / 32; i++)
+		block(src + 32 * i, d + bs * i);
 	return 0;
 }

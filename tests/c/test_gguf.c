@@ -13,11 +13,14 @@
 #include "core/cpu.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/gguf_export.h"
+#include "core/mapfile.h"
 
 #include <cJSON.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GG "tests/golden/gguf/"
 
@@ -506,8 +509,138 @@ static void test_quant_model(const char *file, int want_q4)
 	model_free(&f);
 }
 
+/* ---- writing ---- */
+
+/* The SHA-256 of tensor name's dequantized values in the file at path
+ * into hex (or "" when it cannot be read), and its type name. */
+static const char *tensor_sha(const struct gguf_file *f, const char *name, char hex[65])
+{
+	const struct gguf_tensor *t = gguf_find_tensor(f, name);
+	hex[0] = 0;
+	if (!t)
+		return "";
+	float *v = malloc(sizeof(float) * t->nelem);
+	if (v && gguf_dequant(t->type, t->data, t->nelem, v) == 0) {
+		struct sha256 s;
+		sha256_init(&s);
+		sha256_update(&s, v, sizeof(float) * t->nelem);
+		sha256_hex(&s, hex);
+	}
+	free(v);
+	return gguf_ttype_name(t->type);
+}
+
+/* Every tensor of the .json that has type `only` (NULL: all) against the
+ * same tensor of our file: same type, same dequantized values. Returns how
+ * many were compared. */
+static int compare_with(const char *ours, const char *json, const char *only)
+{
+	cJSON *j = load_json(json);
+	struct gguf_file f;
+	struct err e;
+	int n = 0;
+	if (!j || gguf_open(&f, ours, &e) < 0) {
+		CHECK(0, "%s against %s: %s", ours, json, e.msg);
+		cJSON_Delete(j);
+		return 0;
+	}
+	for (const cJSON *t = cJSON_GetObjectItem(j, "tensors")->child; t; t = t->next) {
+		const char *type = cJSON_GetObjectItem(t, "type")->valuestring;
+		const char *name = cJSON_GetObjectItem(t, "name")->valuestring;
+		if (only && strcmp(type, only))
+			continue;
+		char hex[65];
+		const char *mine = tensor_sha(&f, name, hex);
+		CHECK(!strcmp(mine, type) &&
+		      !strcmp(hex, cJSON_GetObjectItem(t, "sha256_f32")->valuestring),
+		      "%s: %s: %s with values %s; llama.cpp's %s", ours, name, mine, hex, type);
+		n++;
+	}
+	gguf_close(&f);
+	cJSON_Delete(j);
+	return n;
+}
+
+/* quantize --format gguf, through the library: the bundled model written
+ * at each level, read back by our reader, and compared with what
+ * llama.cpp's tools wrote from the same weights (gguf-py's digests): our
+ * bf16 and f16 files hold llama.cpp's values (f16 is bf16 rounded to
+ * nearest even), our q4_0 file is llama-quantize's Q4_0 mix bit for bit
+ * (its quantize_row_q4_0_ref and _q8_0_ref), and every tensor llama.cpp
+ * stored as Q8_0 in any of its files is what our q8_0 file holds. The
+ * files load as models with the bundled model's config. */
+static void test_write(void)
+{
+	char dir[] = "/tmp/test_gguf.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	struct st_file st;
+	struct model_config cfg;
+	struct gen_config gen;
+	struct mapfile tok;
+	struct err e;
+	if (config_load(&cfg, "data/shakespeare-tiny/config.json", &e) < 0 ||
+	    st_open(&st, "data/shakespeare-tiny/model.safetensors", &e) < 0 ||
+	    mapfile_open(&tok, "data/shakespeare-tiny/tokenizer.json", &e) < 0) {
+		CHECK(0, "the bundled model: %s", e.msg);
+		return;
+	}
+	gen_config_default(&gen, &cfg);
+	CHECK(gen_config_load(&gen, "data/shakespeare-tiny/generation_config.json", &e) == 0,
+	      "generation_config.json");
+	struct gguf_out_model m = { .name = "shakespeare-tiny", .st = &st, .cfg = &cfg,
+				    .gen = &gen, .tok_json = (const char *)tok.data,
+				    .tok_len = tok.size, .tok_name = "tokenizer.json" };
+	static const struct { const char *level; enum gguf_ttype t; } lv[] = {
+		{ "bf16", GGML_BF16 }, { "f16", GGML_F16 }, { "q8_0", GGML_Q8_0 },
+		{ "q4_0", GGML_Q4_0 },
+	};
+	char path[4][96];
+	for (int i = 0; i < 4; i++) {
+		snprintf(path[i], sizeof path[i], "%s/ours.%s.gguf", dir, lv[i].level);
+		int rc = gguf_write_model(path[i], &m, lv[i].t, &e);
+		CHECK(rc == 0, "write %s: %s", path[i], rc ? e.msg : "");
+		struct model mm;
+		if (load_ok(&mm, path[i], 0) == 0) {
+			CHECK(mm.cfg.hidden_size == cfg.hidden_size && mm.cfg.n_layers == cfg.n_layers &&
+			      mm.cfg.vocab_size == cfg.vocab_size && mm.gen.top_k == gen.top_k &&
+			      (float)mm.gen.temperature == (float)gen.temperature,
+			      "%s: the config and sampling defaults read back", path[i]);
+			model_free(&mm);
+		}
+	}
+	CHECK(compare_with(path[0], GG "shakespeare-tiny.bf16.json", NULL) == 50, "bf16: 50");
+	CHECK(compare_with(path[1], GG "shakespeare-tiny.f16.json", NULL) == 50, "f16: 50");
+	CHECK(compare_with(path[3], GG "shakespeare-tiny.q4_0.json", NULL) == 50, "q4_0: 50");
+	int q8 = compare_with(path[2], GG "shakespeare-tiny.q4_0.json", "Q8_0") +
+		 compare_with(path[2], GG "shakespeare-tiny.q4_k_m.json", "Q8_0");
+	CHECK(q8 == 4, "q8_0: %d of llama.cpp's Q8_0 tensors compared", q8);
+	/* the tokenizer of a file we wrote is HuggingFace's, special flags
+	 * included (its types come from tokenizer.json's) */
+	struct gguf_file f;
+	struct bpe_vocab v;
+	struct tokenizer *t = NULL;
+	if (gguf_open(&f, path[0], &e) == 0) {
+		if (gguf_vocab(&f, path[0], &v, &e) == 0) {
+			t = tok_from_vocab(&v, path[0], &e);
+			bpe_vocab_free(&v);
+		}
+		gguf_close(&f);
+	}
+	int special = 0;
+	for (int32_t id = 0; t && id < tok_n_ids(t); id++)
+		special += tok_is_special(t, id);
+	CHECK(t && special == 14, "our file's tokenizer: 14 special tokens, as tokenizer.json");
+	tok_free(t);
+	for (int i = 0; i < 4; i++)
+		unlink(path[i]);
+	rmdir(dir);
+	mapfile_close(&tok);
+	st_close(&st);
+}
+
 int main(void)
 {
+	test_write();
 	test_bf16_model();
 	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8);
 	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0);

@@ -20,18 +20,20 @@
 #include "core/mapfile.h"
 #include "format/qfile.h"
 #include "kernels/quant.h"
+#include "model/gguf_export.h"
 #include "model/qwrite.h"
 #include "format/safetensors.h"
 
 #include <cJSON.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OPT_REPORT = CLI_LONG, OPT_DRY_RUN };
+enum { OPT_REPORT = CLI_LONG, OPT_DRY_RUN, OPT_FORMAT };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory (config.json, model.safetensors,\n"
@@ -41,7 +43,11 @@ static const struct cli_opt opts[] = {
 	  "file beside OUT, renamed when complete)" },
 	{ 'l', "level", "L", "int8: one scale per output row, max|row|/127;\n"
 	  "int4: one scale per group along the input, searched\n"
-	  "to minimise the squared error, codes in [-8, 7]" },
+	  "to minimise the squared error, codes in [-8, 7];\n"
+	  "with --format gguf: bf16, f16, q8_0 or q4_0\n"
+	  "(llama.cpp's types; q4_0 keeps the embeddings q8_0)" },
+	{ OPT_FORMAT, "format", "F", "container (default: .q8, .q4) or gguf (llama.cpp's\n"
+	  "format, read by llama.cpp, ollama and this engine)" },
 	{ 'g', "group-size", "N", "int4 group size, a multiple of 32 (default 32)" },
 	{ 'e', "embeddings", NULL, "also quantize the embedding matrix (the LM head\n"
 	  "when tied)" },
@@ -54,8 +60,9 @@ static const struct cli_opt opts[] = {
 static const struct cli_spec spec = {
 	.prog = "quantize",
 	.usage = "quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings] "
-		 "[--report FILE] [--dry-run]",
-	.about = "Writes a quantized container (.q8, .q4) from a safetensors model.\n",
+		 "[--report FILE] [--dry-run], or quantize MODEL -o OUT.gguf --format gguf "
+		 "--level bf16|f16|q8_0|q4_0",
+	.about = "Writes a quantized container (.q8, .q4) or a GGUF file from a safetensors model.\n",
 	.opts = opts,
 	.notes = "Progress goes to stderr. Exit status: 0 done, 1 failure, 2 usage.\n",
 };
@@ -127,6 +134,79 @@ static int on_tensor(void *arg, int i, int n, const struct qwrite_info *info, st
 	return 0;
 }
 
+/* --format gguf (lib/model/gguf_export.h). */
+static int write_gguf(const char *model, const char *out, const char *level, bool other)
+{
+	static const struct { const char *name; enum gguf_ttype t; } levels[] = {
+		{ "bf16", GGML_BF16 }, { "f16", GGML_F16 }, { "q8_0", GGML_Q8_0 },
+		{ "q4_0", GGML_Q4_0 },
+	};
+	if (other)
+		cli_die_usage("--format gguf takes no --group-size, --embeddings, --report or "
+			      "--dry-run");
+	if (!out)
+		cli_die_usage("-o OUT is required");
+	if (!level)
+		cli_die_usage("--level is required (bf16, f16, q8_0 or q4_0 with --format gguf)");
+	int k = 0;
+	while (k < 4 && strcmp(level, levels[k].name))
+		k++;
+	if (k == 4)
+		cli_die_usage("--level: '%s' is not bf16, f16, q8_0 or q4_0 (--format gguf)", level);
+	struct err e;
+	struct modelpath mf;
+	if (modelpath_resolve(&mf, model, &e) < 0)
+		cli_die_err(&e);
+	struct st_file st;
+	struct model_config cfg;
+	if (config_load(&cfg, mf.config, &e) < 0 || st_open(&st, mf.weights, &e) < 0)
+		cli_die_err(&e);
+	struct mapfile gen, tok, tc;
+	map_optional(&gen, mf.gen);
+	map_optional(&tok, mf.tokenizer);
+	char tcp[PATH_MAX + 32];
+	snprintf(tcp, sizeof tcp, "%.*stokenizer_config.json",
+		 (int)(strlen(mf.tokenizer) - strlen("tokenizer.json")), mf.tokenizer);
+	map_optional(&tc, tcp);
+	if (!tok.size)
+		cli_die("%s: no tokenizer.json: a GGUF file carries its tokenizer", mf.tokenizer);
+	struct gen_config gc;
+	gen_config_default(&gc, &cfg);
+	if (gen.size && gen_config_parse(&gc, (const char *)gen.data, gen.size, mf.gen, &e) < 0)
+		cli_die_err(&e);
+	cJSON *tcj = tc.size ? cJSON_ParseWithLength((const char *)tc.data, tc.size) : NULL;
+	const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(tcj, "chat_template");
+	struct manifest want, have;
+	manifest_init(&want);
+	manifest_init(&have);
+	if (manifest_build(&want, &cfg, &e) < 0 || manifest_from_st(&have, &st, &e) < 0 ||
+	    manifest_check(&want, &have, mf.weights, &e) < 0)
+		cli_die_err(&e);
+	char dir[PATH_MAX + 32];
+	snprintf(dir, sizeof dir, "%s", mf.config);
+	dir[strlen(dir) - strlen("config.json")] = 0;
+	size_t dl = strlen(dir);
+	while (dl > 1 && dir[dl - 1] == '/')
+		dir[--dl] = 0;
+	const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+	struct gguf_out_model m = {
+		.name = *base ? base : "model", .st = &st, .cfg = &cfg, .gen = gen.size ? &gc : NULL,
+		.tok_json = (const char *)tok.data, .tok_len = tok.size, .tok_name = mf.tokenizer,
+		.chat_template = cJSON_IsString(tmpl) ? tmpl->valuestring : NULL,
+	};
+	if (gguf_write_model(out, &m, levels[k].t, &e) < 0)
+		cli_die_err(&e);
+	fprintf(stderr, "quantize: %s: GGUF, %s matrices\n", out, level);
+	cJSON_Delete(tcj);
+	manifest_free(&want);
+	manifest_free(&have);
+	mapfile_close(&gen);
+	mapfile_close(&tok);
+	mapfile_close(&tc);
+	st_close(&st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *out = NULL;         /* -o: the container */
@@ -136,6 +216,8 @@ int main(int argc, char **argv)
 	bool embeddings = false;        /* --embeddings */
 	const char *report = NULL;      /* --report FILE */
 	bool dry = false;               /* --dry-run */
+	bool gguf = false;              /* --format gguf */
+	const char *level_name = NULL;  /* --level as given */
 
 	cli_init(&spec);
 	const char *v;
@@ -143,13 +225,12 @@ int main(int argc, char **argv)
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
 		case 'o': out = v; break;
-		case 'l':
-			if (!strcmp(v, "int8"))
-				level = 8;
-			else if (!strcmp(v, "int4"))
-				level = 4;
-			else
-				cli_die_usage("--level: '%s' is not int8 or int4", v);
+		case 'l': level_name = v; break;
+		case OPT_FORMAT:
+			if (!strcmp(v, "gguf"))
+				gguf = true;
+			else if (strcmp(v, "container"))
+				cli_die_usage("--format: '%s' is not container or gguf", v);
 			break;
 		case 'g':
 			group = cli_flag_long("--group-size", v, Q4_BLOCK, 1 << 20);
@@ -162,8 +243,17 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		cli_die_usage(optind == argc ? "missing MODEL" : "more than one MODEL");
-	if (!level)
+	if (gguf)
+		cli_exit(write_gguf(argv[optind], out, level_name,
+				    group_set || embeddings || report || dry));
+	if (!level_name)
 		cli_die_usage("--level is required (int8 or int4)");
+	if (!strcmp(level_name, "int8"))
+		level = 8;
+	else if (!strcmp(level_name, "int4"))
+		level = 4;
+	else
+		cli_die_usage("--level: '%s' is not int8 or int4", level_name);
 	if (!out && !dry)
 		cli_die_usage("-o OUT is required (or --dry-run)");
 	if (group_set && level != 4)
