@@ -169,3 +169,43 @@ rejects() {
 	run --separate-stderr -1 tok encode --tokenizer "$G/llama.gguf" <<<"x"
 	[ "$stderr" = "tok: $G/llama.gguf: key 'tokenizer.ggml.model': missing" ]
 }
+
+# ---- writing ----
+
+@test "quantize --format gguf: the file st-inspect, forward and tok read back" {
+	mkdir -p "$BATS_TEST_TMPDIR/out"
+	O=$BATS_TEST_TMPDIR/out/t.q4_0.gguf
+	run --separate-stderr -0 quantize "$TINY" -o "$O" --format gguf --level q4_0
+	[ "$stderr" = "quantize: $O: GGUF, q4_0 matrices" ]
+	run -0 st-inspect "$O"
+	assert_line "dtypes        Q8_0 (1 tensor), F32 (21 tensors), Q4_0 (28 tensors)"
+	assert_line "config        embedded: matches"
+	assert_line '              general.sampling.top_k = 40'
+	# llama-quantize's Q4_0 of the same weights, tensor for tensor
+	# (test_gguf compares the values; here the types and shapes)
+	mine=$(st-inspect --json "$O" | jq -c '[.tensors[] | [.name, .dtype, .bytes, (.shape | reverse)]] | sort')
+	theirs=$(jq -c '[.tensors[] | [.name, .type, .n_bytes, .ne]] | sort' "$GG/shakespeare-tiny.q4_0.json")
+	[ "$mine" = "$theirs" ]
+	[ "$(tok encode --tokenizer "$O" <<<"to be or not")" = "$(tok encode <<<"to be or not")" ]
+	forward "$O" --score <<<"1 2 3" >/dev/null
+	[ "$(ls -A "$BATS_TEST_TMPDIR/out")" = t.q4_0.gguf ]  # no temporary file left
+}
+
+@test "quantize --format gguf: bf16 gives the safetensors model's logits, bitwise" {
+	O=$BATS_TEST_TMPDIR/t.bf16.gguf
+	quantize "$TINY" -o "$O" --format gguf --level bf16 2>/dev/null
+	ids=$(jq -r '.ids | map(tostring) | join(" ")' "$GOLDEN/shakespeare-tiny/citizen.json")
+	forward "$TINY" --score --all <<<"$ids" >"$BATS_TEST_TMPDIR/st"
+	forward "$O" --score --all <<<"$ids" >"$BATS_TEST_TMPDIR/gg"
+	cmp "$BATS_TEST_TMPDIR/st" "$BATS_TEST_TMPDIR/gg"  # its config is the directory's: the header too
+}
+
+@test "quantize --format gguf: usage errors" {
+	run --separate-stderr -2 quantize "$TINY" -o x.gguf --format gguf --level int8
+	[ "${stderr_lines[0]}" = "quantize: --level: 'int8' is not bf16, f16, q8_0 or q4_0 (--format gguf)" ]
+	run --separate-stderr -2 quantize "$TINY" -o x.gguf --format gguf --level q4_0 --embeddings
+	[ "${stderr_lines[0]}" = "quantize: --format gguf takes no --group-size, --embeddings, --report or --dry-run" ]
+	run --separate-stderr -2 quantize "$TINY" -o x.gguf --format ggml --level q4_0
+	[ "${stderr_lines[0]}" = "quantize: --format: 'ggml' is not container or gguf" ]
+	[ ! -e x.gguf ]
+}

@@ -1,9 +1,16 @@
 /* bf16 and f16 conversions against their closed forms. */
 #include "core/bf16.h"
+
+#include <immintrin.h>
 #include "check.h"
 
 #include <stdint.h>
 #include <string.h>
+
+__attribute__((target("f16c"))) static uint16_t hw_f16(float f)
+{
+	return (uint16_t)_cvtss_sh(f, 0);  /* 0: round to nearest even */
+}
 
 int main(void)
 {
@@ -48,5 +55,33 @@ int main(void)
 	CHECK(isinf(f16_to_f32(0x7c00)), "f16 inf");
 	CHECK(isnan(f16_to_f32(0x7e00)), "f16 nan");
 	CHECK(signbit(f16_to_f32(0x8000)) && f16_to_f32(0x8000) == 0, "f16 -0");
+
+	/* f32 -> f16: the identity on every f16 that is not NaN, and, on every
+	 * float in [2^-26, 2^17) with either sign whose low 12 bits are 0x000,
+	 * 0x001, 0x7ff, 0x800, 0x801 or 0xfff (the ties and their neighbours,
+	 * the subnormal range, the overflow edge), the same half as the CPU's
+	 * own conversion (F16C vcvtps2ph, round to nearest even) where there
+	 * is one. */
+	int f16bad = 0;
+	for (uint32_t h = 0; h < 65536; h++)
+		if ((h & 0x7c00u) != 0x7c00u || !(h & 0x3ffu))
+			f16bad += f32_to_f16(f16_to_f32((uint16_t)h)) != h;
+	CHECK(f16bad == 0, "f16 round trip: %d patterns differ", f16bad);
+	CHECK(f32_to_f16(65519.996f) == 0x7bff && f32_to_f16(65520.0f) == 0x7c00 &&
+	      f32_to_f16(ldexpf(1, -25)) == 0 && f32_to_f16(ldexpf(3, -26)) == 1,
+	      "f16 overflow and subnormal edges");
+	if (__builtin_cpu_supports("f16c")) {
+		static const uint32_t lows[] = { 0x000, 0x001, 0x7ff, 0x800, 0x801, 0xfff };
+		int hw = 0;
+		for (uint32_t top = 0x32800u; top < 0x48000u; top++)  /* bits 31..12, 2^-26 .. 2^17 */
+			for (int k = 0; k < 6; k++)
+				for (uint32_t sign = 0; sign < 2; sign++) {
+					uint32_t u = sign << 31 | top << 12 | lows[k];
+					float f;
+					memcpy(&f, &u, 4);
+					hw += f32_to_f16(f) != hw_f16(f);
+				}
+		CHECK(hw == 0, "f32_to_f16 against F16C: %d differ", hw);
+	}
 	return check_done("test_bf16");
 }
