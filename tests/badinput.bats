@@ -95,6 +95,32 @@ config_dir() {
 	bad 1 "st-inspect: $C: version 2 is not supported (this build reads version 1)" "st-inspect '$C'"
 }
 
+@test "a GGUF file cut anywhere, damaged or of another architecture is refused" {
+	G=$BATS_FILE_TMPDIR/gguf
+	[ -d "$G" ] || "$FIXTURES/make-gguf.sh" "$G"
+	L=$GOLDEN/gguf/shakespeare-tiny.q4_0.gguf
+	C=$BATS_TEST_TMPDIR/c.gguf
+	head -c 0 "$L" >"$C"
+	bad 1 "forward: $C: not a GGUF file (no \"GGUF\" magic)" "echo 1 | forward '$C' --score"
+	head -c 30 "$L" >"$C"
+	bad 1 "forward: $C: 22 key/value pairs cannot fit in 6 bytes" "echo 1 | forward '$C' --score"
+	head -c 2000 "$L" >"$C"
+	bad 1 "tok: $C: key 'tokenizer.ggml.tokens': array of 151936 strings is truncated (1426 bytes left)" \
+		"echo x | tok encode --tokenizer '$C'"
+	head -c 3000000 "$L" >"$C"
+	bad 1 "st-inspect: $C: key 'tokenizer.ggml.token_type': array of 151936 INT32 is truncated (411131 bytes left)" \
+		"st-inspect '$C'"
+	head -c 5933000 "$L" >"$C"
+	bad 1 "st-inspect: $C: tensor 'blk.2.ffn_gate.weight': truncated (needs 4 bytes, 2 left)" "st-inspect '$C'"
+	head -c 16000000 "$L" >"$C"
+	bad 1 "forward: $C: tensor 'token_embd.weight': its 10331648 bytes at offset 256 run past the end of the data section (10066176 bytes)" \
+		"echo 1 | forward '$C' --score"
+	bad 1 "forward: $G/llama.gguf: architecture 'llama' is not supported (qwen2)" "echo 1 | forward '$G/llama.gguf' --score"
+	bad 1 "ppl: $G/qwen2-no-blocks.gguf: key 'qwen2.feed_forward_length': missing" "ppl '$G/qwen2-no-blocks.gguf' --max-chunks 1"
+	bad 1 "forward: $G/overlap.gguf: tensor 'b': offset 32 overlaps tensor 'a' (which ends at 64)" "echo 1 | forward '$G/overlap.gguf' --score"
+	bad 1 "tok: $G/llama.gguf: key 'tokenizer.ggml.model': missing" "echo x | tok encode --tokenizer '$G/llama.gguf'"
+}
+
 @test "a config with missing keys, inconsistent heads or another vocabulary is refused" {
 	config_dir 'del(.num_attention_heads)'
 	bad 1 "forward: $M/config.json: num_attention_heads: missing" "echo 1 | forward '$M' --score"
