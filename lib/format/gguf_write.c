@@ -14,33 +14,15 @@ void gguf_w_init(struct gguf_writer *w)
 
 void gguf_w_free(struct gguf_writer *w)
 {
-	free(w->kv);
-	free(w->info);
+	free(w->kv.p);
+	free(w->info.p);
 	free(w->bytes);
 	memset(w, 0, sizeof *w);
 }
 
 static void put(struct gguf_writer *w, int to_info, const void *p, size_t n)
 {
-	unsigned char **b = to_info ? &w->info : &w->kv;
-	size_t *len = to_info ? &w->info_len : &w->kv_len;
-	size_t *cap = to_info ? &w->info_cap : &w->kv_cap;
-	if (w->bad[0])
-		return;
-	if (*len + n > *cap) {
-		size_t c = *cap ? *cap : 4096;
-		while (c < *len + n)
-			c *= 2;
-		unsigned char *q = realloc(*b, c);
-		if (!q) {
-			snprintf(w->bad, sizeof w->bad, "out of memory");
-			return;
-		}
-		*b = q;
-		*cap = c;
-	}
-	memcpy(*b + *len, p, n);
-	*len += n;
+	sbuf_put(to_info ? &w->info : &w->kv, p, n);
 }
 
 static void put_le(struct gguf_writer *w, int to_info, uint64_t v, int bytes)
@@ -162,6 +144,8 @@ static int zeros(FILE *fp, uint64_t n, const char *name, struct err *e)
 
 int gguf_w_header(struct gguf_writer *w, FILE *fp, const char *name, struct err *e)
 {
+	if (w->kv.oom || w->info.oom)
+		snprintf(w->bad, sizeof w->bad, "out of memory");
 	if (w->bad[0])
 		return err_set(e, "%s: %s", name, w->bad);
 	unsigned char h[24];
@@ -173,9 +157,9 @@ int gguf_w_header(struct gguf_writer *w, FILE *fp, const char *name, struct err 
 		h[8 + i] = (unsigned char)(f[1] >> (8 * i));
 		h[16 + i] = (unsigned char)(f[2] >> (8 * i));
 	}
-	uint64_t len = 24 + w->kv_len + w->info_len;
-	return out(fp, h, 24, name, e) < 0 || out(fp, w->kv, w->kv_len, name, e) < 0 ||
-	       out(fp, w->info, w->info_len, name, e) < 0 ||
+	uint64_t len = 24 + w->kv.n + w->info.n;
+	return out(fp, h, 24, name, e) < 0 || out(fp, w->kv.p, w->kv.n, name, e) < 0 ||
+	       out(fp, w->info.p, w->info.n, name, e) < 0 ||
 	       zeros(fp, padded(len) - len, name, e) < 0 ? -1 : 0;
 }
 

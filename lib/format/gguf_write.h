@@ -23,15 +23,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "core/err.h"
+#include "core/sbuf.h"
 #include "core/vocab.h"
 #include "format/gguf.h"
 
 struct gguf_writer {
-	unsigned char *kv;       /* the key/value pairs as they will be written */
-	size_t kv_len, kv_cap;
+	struct sbuf kv;          /* the key/value pairs as they will be written */
 	uint64_t nkv;
-	unsigned char *info;     /* the tensor infos */
-	size_t info_len, info_cap;
+	struct sbuf info;        /* the tensor infos */
 	uint64_t ntensors;
 	uint64_t *bytes;         /* per tensor */
 	uint64_t data_end;       /* bytes of the data section so far */

@@ -2,6 +2,7 @@
 #include "text/chat.h"
 #include "core/jsonutil.h"
 #include "core/mapfile.h"
+#include "core/sbuf.h"
 
 #include <cJSON.h>
 #include <stdint.h>
@@ -130,61 +131,33 @@ out:
 	return 0;
 }
 
-/* A growing string. */
-struct sbuf {
-	char *p;
-	size_t n, cap;
-	int oom;
-};
-
-static void put(struct sbuf *b, const char *s)
-{
-	size_t n = strlen(s);
-	if (b->oom)
-		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, s, n + 1);
-	b->n += n;
-}
-
 int chat_render(const struct chat_msg *msgs, size_t count, int generation_prompt,
 		char **out, size_t *len, struct err *e)
 {
 	struct sbuf b = { 0 };
-	put(&b, "<|im_start|>system\n");
-	put(&b, !strcmp(msgs[0].role, "system") ? msgs[0].content : DEFAULT_SYSTEM);
-	put(&b, "<|im_end|>\n");
+	sbuf_puts(&b, "<|im_start|>system\n");
+	sbuf_puts(&b, !strcmp(msgs[0].role, "system") ? msgs[0].content : DEFAULT_SYSTEM);
+	sbuf_puts(&b, "<|im_end|>\n");
 	for (size_t i = 0; i < count; i++) {
 		const char *role = msgs[i].role;
 		if (!strcmp(role, "tool")) {
 			if (i == 0 || strcmp(msgs[i - 1].role, "tool"))
-				put(&b, "<|im_start|>user");
-			put(&b, "\n<tool_response>\n");
-			put(&b, msgs[i].content);
-			put(&b, "\n</tool_response>");
+				sbuf_puts(&b, "<|im_start|>user");
+			sbuf_puts(&b, "\n<tool_response>\n");
+			sbuf_puts(&b, msgs[i].content);
+			sbuf_puts(&b, "\n</tool_response>");
 			if (i + 1 == count || strcmp(msgs[i + 1].role, "tool"))
-				put(&b, "<|im_end|>\n");
+				sbuf_puts(&b, "<|im_end|>\n");
 		} else if (strcmp(role, "system") || i > 0) {
-			put(&b, "<|im_start|>");
-			put(&b, role);
-			put(&b, "\n");
-			put(&b, msgs[i].content);
-			put(&b, "<|im_end|>\n");
+			sbuf_puts(&b, "<|im_start|>");
+			sbuf_puts(&b, role);
+			sbuf_puts(&b, "\n");
+			sbuf_puts(&b, msgs[i].content);
+			sbuf_puts(&b, "<|im_end|>\n");
 		}
 	}
 	if (generation_prompt)
-		put(&b, "<|im_start|>assistant\n");
+		sbuf_puts(&b, "<|im_start|>assistant\n");
 	if (b.oom) {
 		free(b.p);
 		return err_set(e, "out of memory");

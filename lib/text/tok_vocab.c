@@ -5,61 +5,30 @@
  * one set of checks, one encoder for both kinds of file. */
 #include "text/tokenizer.h"
 #include "text/pretok.h"
+#include "core/sbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A growable text. */
-struct buf {
-	char *p;
-	size_t n, cap;
-	int oom;
-};
-
-static void put(struct buf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1 << 16;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-}
-
-static void puts_(struct buf *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
-
 /* s[0..n) as a JSON string: quotes, backslashes and control characters
  * escaped; every other byte as it is (tok_parse checks the UTF-8). */
-static void put_str(struct buf *b, const char *s, size_t n)
+static void put_str(struct sbuf *b, const char *s, size_t n)
 {
-	put(b, "\"", 1);
+	sbuf_put(b, "\"", 1);
 	size_t run = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
-		put(b, s + run, i - run);
+		sbuf_put(b, s + run, i - run);
 		char esc[8];
 		snprintf(esc, sizeof esc, "\\u%04x", c);
-		puts_(b, esc);
+		sbuf_puts(b, esc);
 		run = i + 1;
 	}
-	put(b, s + run, n - run);
-	put(b, "\"", 1);
+	sbuf_put(b, s + run, n - run);
+	sbuf_put(b, "\"", 1);
 }
 
 static const char BYTELEVEL[] =
@@ -75,8 +44,8 @@ struct tokenizer *tok_from_vocab(const struct bpe_vocab *v, const char *name, st
 				"user-defined or unused)", name, i, (int)v->types[i]);
 			return NULL;
 		}
-	struct buf b = { 0 };
-	puts_(&b, "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, "
+	struct sbuf b = { 0 };
+	sbuf_puts(&b, "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, "
 		  "\"added_tokens\": [");
 	const char *sep = "";
 	for (size_t i = 0; i < v->n_tokens; i++) {
@@ -85,24 +54,24 @@ struct tokenizer *tok_from_vocab(const struct bpe_vocab *v, const char *name, st
 			continue;
 		char head[64];
 		snprintf(head, sizeof head, "%s{\"id\": %zu, \"content\": ", sep, i);
-		puts_(&b, head);
+		sbuf_puts(&b, head);
 		put_str(&b, v->tokens[i].s, v->tokens[i].len);
-		puts_(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
+		sbuf_puts(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, "
 			  "\"normalized\": false, \"special\": ");
-		puts_(&b, t == VOCAB_CONTROL ? "true}" : "false}");
+		sbuf_puts(&b, t == VOCAB_CONTROL ? "true}" : "false}");
 		sep = ", ";
 	}
-	puts_(&b, "], \"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": "
+	sbuf_puts(&b, "], \"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": "
 		  "\"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
 		  "{\"Regex\": ");
 	put_str(&b, PRETOK_QWEN2_PATTERN, strlen(PRETOK_QWEN2_PATTERN));
-	puts_(&b, "}, \"behavior\": \"Isolated\", \"invert\": false}, ");
-	puts_(&b, BYTELEVEL);
-	puts_(&b, "]}, \"post_processor\": ");
-	puts_(&b, BYTELEVEL);
-	puts_(&b, ", \"decoder\": ");
-	puts_(&b, BYTELEVEL);
-	puts_(&b, ", \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
+	sbuf_puts(&b, "}, \"behavior\": \"Isolated\", \"invert\": false}, ");
+	sbuf_puts(&b, BYTELEVEL);
+	sbuf_puts(&b, "]}, \"post_processor\": ");
+	sbuf_puts(&b, BYTELEVEL);
+	sbuf_puts(&b, ", \"decoder\": ");
+	sbuf_puts(&b, BYTELEVEL);
+	sbuf_puts(&b, ", \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
 		  "\"continuing_subword_prefix\": \"\", \"end_of_word_suffix\": \"\", "
 		  "\"fuse_unk\": false, \"byte_fallback\": false, \"ignore_merges\": false, "
 		  "\"vocab\": {");
@@ -110,19 +79,19 @@ struct tokenizer *tok_from_vocab(const struct bpe_vocab *v, const char *name, st
 	for (size_t i = 0; i < v->n_tokens; i++) {
 		if (v->types[i] != VOCAB_NORMAL)
 			continue;
-		puts_(&b, sep);
+		sbuf_puts(&b, sep);
 		put_str(&b, v->tokens[i].s, v->tokens[i].len);
 		char id[32];
 		snprintf(id, sizeof id, ": %zu", i);
-		puts_(&b, id);
+		sbuf_puts(&b, id);
 		sep = ", ";
 	}
-	puts_(&b, "}, \"merges\": [");
+	sbuf_puts(&b, "}, \"merges\": [");
 	for (size_t i = 0; i < v->n_merges; i++) {
-		puts_(&b, i ? ", " : "");
+		sbuf_puts(&b, i ? ", " : "");
 		put_str(&b, v->merges[i].s, v->merges[i].len);
 	}
-	puts_(&b, "]}}");
+	sbuf_puts(&b, "]}}");
 	if (b.oom) {
 		free(b.p);
 		err_set(e, "%s: out of memory", name);

@@ -421,6 +421,41 @@ static void run(const struct model *m, const int *ids, int n, float *all, int *g
 	forward_free(&f);
 }
 
+/* Case c run through two models: every position's logits (la, lb) and
+ * the 48 greedy tokens after the prompt (ga, gb); j is the case. */
+struct pair {
+	cJSON *j;
+	int n;
+	size_t V;
+	float *la, *lb;
+	int ga[48], gb[48];
+};
+
+static void run_pair(const struct model *a, const struct model *b, int c, struct pair *p)
+{
+	char path[128];
+	snprintf(path, sizeof path, "tests/golden/shakespeare-tiny/%s.json", cases[c]);
+	p->j = load_json(path);
+	const cJSON *ids = cJSON_GetObjectItem(p->j, "ids");
+	p->n = cJSON_GetArraySize(ids);
+	p->V = (size_t)a->cfg.vocab_size;
+	int *id = malloc(sizeof(int) * (size_t)p->n);
+	for (int i = 0; i < p->n; i++)
+		id[i] = cJSON_GetArrayItem(ids, i)->valueint;
+	p->la = malloc(sizeof(float) * p->V * (size_t)p->n);
+	p->lb = malloc(sizeof(float) * p->V * (size_t)p->n);
+	run(a, id, p->n, p->la, p->ga);
+	run(b, id, p->n, p->lb, p->gb);
+	free(id);
+}
+
+static void pair_free(struct pair *p)
+{
+	free(p->la);
+	free(p->lb);
+	cJSON_Delete(p->j);
+}
+
 static int load_ok(struct model *m, const char *path, int f32)
 {
 	struct model_opts o = { .f32 = f32 };
@@ -440,27 +475,16 @@ static void test_bf16_model(void)
 		return;
 	CHECK(b.w.layers[0].wq.type == WT_BF16 && b.w.embed.type == WT_BF16, "bf16 matrices as stored");
 	for (int c = 0; c < TINY_CASES; c++) {
-		char path[128];
-		snprintf(path, sizeof path, "tests/golden/shakespeare-tiny/%s.json", cases[c]);
-		cJSON *j = load_json(path);
-		const cJSON *ids = cJSON_GetObjectItem(j, "ids"), *g48 = cJSON_GetObjectItem(j, "greedy_48");
-		int n = cJSON_GetArraySize(ids), *id = malloc(sizeof(int) * (size_t)n), ga[48], gb[48];
-		for (int i = 0; i < n; i++)
-			id[i] = cJSON_GetArrayItem(ids, i)->valueint;
-		size_t V = (size_t)a.cfg.vocab_size;
-		float *la = malloc(sizeof(float) * V * (size_t)n), *lb = malloc(sizeof(float) * V * (size_t)n);
-		run(&a, id, n, la, ga);
-		run(&b, id, n, lb, gb);
-		CHECK(memcmp(la, lb, sizeof(float) * V * (size_t)n) == 0,
+		struct pair p;
+		run_pair(&a, &b, c, &p);
+		CHECK(memcmp(p.la, p.lb, sizeof(float) * p.V * (size_t)p.n) == 0,
 		      "%s: every position's logits are the safetensors model's, bitwise", cases[c]);
+		const cJSON *g48 = cJSON_GetObjectItem(p.j, "greedy_48");
 		int same = cJSON_GetArraySize(g48) == 48;
 		for (int i = 0; same && i < 48; i++)
-			same = gb[i] == cJSON_GetArrayItem(g48, i)->valueint;
+			same = p.gb[i] == cJSON_GetArrayItem(g48, i)->valueint;
 		CHECK(same, "%s: the 48 greedy tokens are transformers'", cases[c]);
-		free(la);
-		free(lb);
-		free(id);
-		cJSON_Delete(j);
+		pair_free(&p);
 	}
 	model_free(&a);
 	model_free(&b);
@@ -484,25 +508,13 @@ static void test_quant_model(const char *file, int want_q4)
 	CHECK(f.w.layers[0].wq.type == WT_F32, "--f32: float32 matrices");
 	double worst = 0;
 	for (int c = 0; c < TINY_CASES; c++) {
-		char path[128];
-		snprintf(path, sizeof path, "tests/golden/shakespeare-tiny/%s.json", cases[c]);
-		cJSON *j = load_json(path);
-		const cJSON *ids = cJSON_GetObjectItem(j, "ids");
-		int n = cJSON_GetArraySize(ids), *id = malloc(sizeof(int) * (size_t)n), ga[48], gb[48];
-		for (int i = 0; i < n; i++)
-			id[i] = cJSON_GetArrayItem(ids, i)->valueint;
-		size_t V = (size_t)q.cfg.vocab_size;
-		float *la = malloc(sizeof(float) * V * (size_t)n), *lb = malloc(sizeof(float) * V * (size_t)n);
-		run(&q, id, n, la, ga);
-		run(&f, id, n, lb, gb);
-		double d = check_max_abs(la, lb, (long)(V * (size_t)n), NULL);
+		struct pair p;
+		run_pair(&q, &f, c, &p);
+		double d = check_max_abs(p.la, p.lb, (long)(p.V * (size_t)p.n), NULL);
 		worst = d > worst ? d : worst;
 		CHECK(d <= 1e-4, "%s: %s: logits within 1e-4 of the float32 model of its values "
 		      "(%.3g)", file, cases[c], d);
-		free(la);
-		free(lb);
-		free(id);
-		cJSON_Delete(j);
+		pair_free(&p);
 	}
 	printf("%s: logits within %.3g of its float32 model\n", file, worst);
 	model_free(&q);
