@@ -209,3 +209,11 @@ rejects() {
 	[ "${stderr_lines[0]}" = "quantize: --format: 'ggml' is not container or gguf" ]
 	[ ! -e x.gguf ]
 }
+
+@test "ppl: a GGUF file is one more level; llama.cpp's bf16 file scores as the bf16 level, exactly" {
+	run -0 --separate-stderr ppl "$TINY" --level bf16 "$GG/shakespeare-tiny.bf16.gguf" \
+		--max-chunks 4 --no-compare --json
+	# the same weights through the same kernels: the same float64 sums
+	[ "$(jq '[.levels[].ppl] | unique | length' <<<"$output")" = 1 ]
+	[ "$(jq '.levels | length' <<<"$output")" = 2 ]
+}
