@@ -200,8 +200,8 @@ config_dir() {
 	bad 1 "sample: <stdin>: truncated logits stream header" "head -c 100 '$S/header-only' | sample"
 	bad 1 "sample: <stdin>: truncated frame header" "head -c 4245 '$S/score-last' | sample"
 	bad 1 "sample: <stdin>: truncated frame at position 2" "sample <'$S/cut-frame'"
-	bad 1 "sample: <stdin>: logits stream version 2 is not supported (this reader knows version 1)" \
-		"printf 'QWLOGITS\x02\x00\x00\x00' | sample"
+	bad 1 "sample: <stdin>: logits stream version 1 is not supported (this reader knows version 2)" \
+		"printf 'QWLOGITS\x01\x00\x00\x00' | sample"
 	# a frame that claims 1,358,954,499 fed ids (found by fuzz_stream)
 	bad 1 "sample: <stdin>: truncated frame at position 1358954498" "sample <'$S/regress-oom-n-fed'"
 	# the stream of a model with another vocabulary (8 ids, not the

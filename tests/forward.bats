@@ -101,7 +101,10 @@ no_fifo_dir() {
 	assert_line --index 1 --partial "pos=2 token=3 "
 	assert_line --index 2 --partial "pos=3 token=7 "
 	assert_line --index 3 --partial "pos=4 token=8 "
-	[ ! -s "$dir/rest" ]
+	# then the end record: 5 positions in the context, 5 computed, of 16
+	[ "$(head -c 4 "$dir/rest")" = ENDG ]
+	run -0 od -An -tu4 -j4 "$dir/rest"
+	assert_output --regexp "^ +5 +5 +16$"
 	no_fifo_dir
 }
 

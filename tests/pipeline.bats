@@ -203,3 +203,127 @@ waits_for() {
 	run -1 sample < "$BATS_TEST_TMPDIR/nan"
 	assert_output "sample: <stdin>: frame at position 2: logit 0 is nan"
 }
+
+# A conversation with one forward: its input and output are FIFOs held on
+# fds 5 and 6 (bats has 3), a sampler per prompt reads one stream from fd
+# 6, and end_record reads the 16-byte end record that follows each stream
+# (lib/format/stream.h) as "ENDG n_past computed ctx".
+start_conversation() {
+	mkfifo "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/out"
+	forward "$TINY" -v "$@" < "$BATS_TEST_TMPDIR/in" > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/ferr" &
+	fpid=$!
+	exec 5> "$BATS_TEST_TMPDIR/in" 6< "$BATS_TEST_TMPDIR/out"
+}
+end_record() {
+	timeout 30 dd bs=16 count=1 iflag=fullblock <&6 2>/dev/null > "$BATS_TEST_TMPDIR/end"
+	echo "$(head -c 4 "$BATS_TEST_TMPDIR/end")" $(od -An -tu4 -j4 "$BATS_TEST_TMPDIR/end")
+}
+
+@test "forward keeps its context: each prompt computes only its own positions, @N rewinds, ? reports" {
+	start_conversation
+	# Prompt 1: "To be, or not to be" (7 ids); 8 greedy tokens, of which
+	# sample feeds back the first 7 (it never feeds the one it stops on).
+	{ ids_of tobe; echo; } >&5
+	run -0 timeout 30 sample --greedy -n 8 <&6
+	assert_output "$(greedy_of tobe | head -n 8)"
+	run -0 end_record
+	assert_output "ENDG 14 14 4096"
+	# Prompt 2: the 8th token alone. The context is kept: the next 40 are
+	# transformers' greedy continuation of the whole sequence, and only
+	# 1 + 39 positions are computed.
+	{ greedy_of tobe | sed -n 8p; echo; } >&5
+	run -0 timeout 30 sample --greedy -n 40 <&6
+	assert_output "$(greedy_of tobe | sed -n 9,48p)"
+	run -0 end_record
+	assert_output "ENDG 54 40 4096"
+	# @7 keeps the prompt only; the first greedy token as prompt 3 gives
+	# the same continuation again; then ? answers with an end record alone.
+	{ echo @7; greedy_of tobe | head -n 1; echo; echo '?'; } >&5
+	run -0 timeout 30 sample --greedy -n 4 <&6
+	assert_output "$(greedy_of tobe | sed -n 2,5p)"
+	run -0 end_record
+	assert_output "ENDG 11 4 4096"
+	run -0 end_record
+	assert_output "ENDG 11 0 4096"
+	exec 5>&- 6<&-
+	wait $fpid
+	run -0 grep -e "prompt [0-9]*:" -e "positions computed" "$BATS_TEST_TMPDIR/ferr"
+	assert_output "forward: prompt 1: 14 positions (7 prompt ids, 7 fed back); the context holds 14 of 4096
+forward: prompt 2: 40 positions (1 prompt id, 39 fed back); the context holds 54 of 4096
+forward: prompt 3: 4 positions (1 prompt id, 3 fed back); the context holds 11 of 4096
+forward: 58 positions computed"
+	tmpdir_empty
+}
+
+@test "forward --no-cache keeps the conversation too, recomputing it all at every step" {
+	start_conversation --no-cache
+	{ ids_of tobe; echo; } >&5
+	run -0 timeout 30 sample --greedy -n 2 <&6
+	assert_output "$(greedy_of tobe | head -n 2)"
+	run -0 end_record
+	assert_output "ENDG 8 15 4096"  # 7, then 8
+	{ greedy_of tobe | sed -n 2p; echo; } >&5
+	run -0 timeout 30 sample --greedy -n 2 <&6
+	assert_output "$(greedy_of tobe | sed -n 3,4p)"
+	run -0 end_record
+	assert_output "ENDG 10 19 4096"  # 9, then 10
+	exec 5>&- 6<&-
+	wait $fpid
+}
+
+@test "a one-shot stream ends with its end record; sample stops there" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	forward "$TINY" --score < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/s"
+	[ "$(tail -c 16 "$BATS_TEST_TMPDIR/s" | head -c 4)" = ENDG ]
+	run -0 bash -c "tail -c 12 '$BATS_TEST_TMPDIR/s' | od -An -tu4"
+	assert_output --regexp "^ +3 +3 +4096$"
+	# Another stream after it is left unread.
+	cat "$BATS_TEST_TMPDIR/s" "$BATS_TEST_TMPDIR/s" > "$BATS_TEST_TMPDIR/two"
+	run --separate-stderr -0 sample --greedy -v < "$BATS_TEST_TMPDIR/two"
+	assert_output "$(greedy_of romeo | head -n 1)"
+	[[ "${stderr_lines[1]}" = "sample: stop: end of stream; 1 token"* ]]
+}
+
+@test "bad commands and a prompt that does not fit are one-line errors naming the line" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	run -1 bash -c "printf '1 2\n@1\n' | forward '$TINY' > /dev/null"
+	assert_output "forward: <stdin>: line 2: @1 must come before the prompt's ids"
+	run -1 bash -c "printf '1 2\n?\n' | forward '$TINY' > /dev/null"
+	assert_output "forward: <stdin>: line 2: '?' inside a prompt (end the prompt with a blank line first)"
+	run -1 bash -c "printf '@x\n' | forward '$TINY' > /dev/null"
+	assert_output "forward: <stdin>: line 1: '@x' is not a command (@N or ?)"
+	run -1 bash -c "printf '@2\n1\n' | forward '$TINY' > /dev/null"
+	assert_output "forward: <stdin>: line 1: @2: the context holds only 0 positions"
+	run -1 bash -c "printf '1 2\n@1\n' | forward '$TINY' --score > /dev/null"
+	assert_output "forward: <stdin>: line 2: '@1': commands are for generation, not scoring"
+	# The second prompt does not fit: 3 + 1 fed back + 13 > 16.
+	run -1 bash -c "{ cat '$BATS_TEST_TMPDIR/ids'; echo; seq 13; } | forward '$TINY' --ctx 16 | { sample --greedy -n 2 > /dev/null; head -c 16 > /dev/null; cat > /dev/null; }; exit \${PIPESTATUS[1]}"
+	assert_output "forward: <stdin>: line 15: 13 more ids do not fit in the context of 16 positions, 4 of them in use (--ctx; @N keeps fewer)"
+	tmpdir_empty
+}
+
+@test "SIGINT stops sample at the next frame (130): forward keeps every id it wrote and the conversation goes on" {
+	start_conversation
+	{ ids_of tobe; echo; } >&5
+	# A background job starts with SIGINT ignored: give it back its default.
+	env --default-signal=INT sample --greedy --ignore-eos <&6 > "$BATS_TEST_TMPDIR/a1" 2> "$BATS_TEST_TMPDIR/serr" &
+	spid=$!
+	for _ in $(seq 100); do [ "$(wc -l < "$BATS_TEST_TMPDIR/a1")" -ge 3 ] && break; sleep 0.1; done
+	kill -INT $spid
+	waits_for $spid 130
+	run cat "$BATS_TEST_TMPDIR/serr"
+	assert_output ""
+	# Every id it wrote was fed back: the context holds 7 + that many.
+	w=$(wc -l < "$BATS_TEST_TMPDIR/a1")
+	run -0 end_record
+	assert_output "ENDG $((7 + w)) $((7 + w)) 4096"
+	# The next prompt continues that sequence: the same tokens as a fresh
+	# forward given all of it.
+	{ echo 40; echo; } >&5
+	run -0 timeout 30 sample --greedy -n 5 <&6
+	want=$({ ids_of tobe; cat "$BATS_TEST_TMPDIR/a1"; echo 40; } | forward "$TINY" | sample --greedy -n 5)
+	assert_output "$want"
+	exec 5>&- 6<&-
+	wait $fpid
+	tmpdir_empty
+}

@@ -47,9 +47,9 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 	assert_output "sample: <stdin>: empty input, expected a logits stream"
 	run -1 sample < <(printf 'QWLOGITX')
 	assert_output "sample: <stdin>: not a logits stream (bad magic)"
-	run -1 sample < <(printf 'QWLOGITS\002\000\000\000'; head -c 4228 /dev/zero)
-	assert_output "sample: <stdin>: logits stream version 2 is not supported (this reader knows version 1)"
-	run -1 sample < <(printf 'QWLOGITS\001\000\000\000'; head -c 100 /dev/zero)
+	run -1 sample < <(printf 'QWLOGITS\003\000\000\000'; head -c 4228 /dev/zero)
+	assert_output "sample: <stdin>: logits stream version 3 is not supported (this reader knows version 2)"
+	run -1 sample < <(printf 'QWLOGITS\002\000\000\000'; head -c 100 /dev/zero)
 	assert_output "sample: <stdin>: truncated logits stream header"
 }
 

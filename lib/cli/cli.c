@@ -91,8 +91,12 @@ _Noreturn void cli_die(const char *fmt, ...)
 
 _Noreturn void cli_die_err(const struct err *e)
 {
-	if (e->kind == ERR_WRITE && e->errnum == EPIPE)
+	if (e->kind == ERR_WRITE && e->errnum == EPIPE) {
+		/* stdout's error flag is this one: left set, the check at exit
+		 * would report it again, with whatever errno the cleanup left */
+		clearerr(stdout);
 		cli_exit(EXIT_PIPE);
+	}
 	cli_die("%s", e->msg);
 }
 

@@ -6,7 +6,9 @@
  * stream header, and reads ids from it; `sample` opens the path from the
  * header and writes each id it draws as a decimal line ("42\n"). The sampler
  * closing the FIFO (end of sequence, -n reached, its stdout gone, killed)
- * is EOF for `forward`, which then exits cleanly.
+ * is EOF for `forward`: that generation is over, and forward writes the
+ * stream's end record and reads its next prompt. Each generation has a
+ * FIFO of its own (the sampler removes the name once it is connected).
  *
  * No deadlock, no leftovers:
  *  - the read end is opened non-blocking, so `forward` never blocks in

@@ -15,4 +15,17 @@
 int *idtext_parse(const char *text, const char *name, int n_vocab, long *n,
 		  struct err *e);
 
+/* A growing array of ids. */
+struct idtext {
+	int *ids;
+	long n, cap;
+};
+
+/* Appends the ids of text, whose first line is line `line` of the input,
+ * to out (grown with realloc; the caller frees out->ids). Errors as
+ * idtext_parse's. Returns 0 or -1. For inputs read a line at a time
+ * (forward's prompts). */
+int idtext_append(const char *text, const char *name, long line, int n_vocab,
+		  struct idtext *out, struct err *e);
+
 #endif

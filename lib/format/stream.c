@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -84,6 +85,22 @@ int stream_write_frame(FILE *f, int32_t pos, const int32_t *fed, uint32_t n_fed,
 	if (write_all(f, fed, 4 * (size_t)n_fed, e) < 0 ||
 	    write_all(f, logits, 4 * (size_t)n_vocab, e) < 0)
 		return -1;
+	return 0;
+}
+
+int stream_write_end(int fd, const struct stream_end *end, struct err *e)
+{
+	unsigned char b[STREAM_END_SIZE];
+	memcpy(b, "ENDG", 4);
+	put_u32(b + 4, end->n_past);
+	put_u32(b + 8, end->computed);
+	put_u32(b + 12, end->ctx);
+	ssize_t w;
+	do
+		w = write(fd, b, sizeof b);  /* 16 bytes: all or nothing on a pipe */
+	while (w < 0 && errno == EINTR);
+	if (w != (ssize_t)sizeof b)
+		return err_write(e, w < 0 ? errno : EIO, "write error");
 	return 0;
 }
 
@@ -186,14 +203,30 @@ static int read_fed(FILE *f, struct stream_frame *fr, uint32_t n)
 int stream_read_frame(FILE *f, const struct stream_header *h,
 		      struct stream_frame *fr, const char *name, struct err *e)
 {
-	unsigned char b[12];
-	long got = read_full(f, b, sizeof b);
+	unsigned char b[STREAM_END_SIZE];  /* a frame's 12 bytes, or the end record */
+	fr->ended = 0;
+	long got = read_full(f, b, 4);
 	if (got < 0)
 		return err_set(e, "%s: read error: %s", name, strerror(errno));
 	if (got == 0)
 		return 0;
-	if (got < (long)sizeof b)
+	if (got < 4)
 		return err_set(e, "%s: truncated frame header", name);
+	int end = memcmp(b, "ENDG", 4) == 0;
+	size_t rest = (end ? STREAM_END_SIZE : 12) - 4;
+	got = read_full(f, b + 4, rest);
+	if (got < 0)
+		return err_set(e, "%s: read error: %s", name, strerror(errno));
+	if ((size_t)got < rest)
+		return err_set(e, end ? "%s: truncated end record" :
+			       "%s: truncated frame header", name);
+	if (end) {
+		fr->ended = 1;
+		fr->end.n_past = get_u32(b + 4);
+		fr->end.computed = get_u32(b + 8);
+		fr->end.ctx = get_u32(b + 12);
+		return 0;
+	}
 	if (memcmp(b, "FRME", 4) != 0)
 		return err_set(e, "%s: corrupt logits stream (bad frame marker)", name);
 	int32_t pos = (int32_t)get_u32(b + 4);

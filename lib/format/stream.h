@@ -5,7 +5,7 @@
  *
  *   header (STREAM_HEADER_SIZE = 4240 bytes, fixed)
  *     0    8  magic "QWLOGITS"
- *     8    4  u32 version (STREAM_VERSION = 1); readers refuse any other
+ *     8    4  u32 version (STREAM_VERSION = 2); readers refuse any other
  *    12    4  u32 n_vocab
  *    16    4  u32 dtype (0 = float32 little-endian; nothing else yet)
  *    20    4  u32 n_eos (0..8)
@@ -30,9 +30,24 @@
  *    12  4*n_fed  i32 ids fed, in order; the last one is the token at pos
  *     .  4*n_vocab  f32 logits
  *
+ *   then the end record (STREAM_END_SIZE = 16 bytes):
+ *     0    4  magic "ENDG"
+ *     4    4  u32 n_past: positions the context holds now
+ *     8    4  u32 computed: positions computed for this stream (its prompt
+ *                 and every id fed back; more with forward --no-cache)
+ *    12    4  u32 ctx, as in the header
+ *
  * So a reader knows the whole context (for the repetition penalty) from the
  * frames alone: the first frame of a generation carries the prompt, each
- * later one the single id that was fed back.
+ * later one the single id that was fed back. End of input between frames
+ * is also a clean end (forward was stopped); the end record says that
+ * forward finished the stream and what its context holds.
+ *
+ * A conversation (forward keeps its context between prompts,
+ * tools/forward/main.c) is a series of these streams on the same pipe,
+ * each a header, its frames and its end record, one per prompt. A reader
+ * of one stream stops at its end record and leaves the next stream
+ * unread. An end record can also come alone, as the answer to a query.
  */
 #ifndef STREAM_H
 #define STREAM_H
@@ -42,12 +57,13 @@
 #include "core/err.h"
 
 #define STREAM_MAGIC "QWLOGITS"
-#define STREAM_VERSION 1
+#define STREAM_VERSION 2
 #define STREAM_HEADER_SIZE 4240
 #define STREAM_PATH_MAX 4096
 #define STREAM_MAX_EOS 8
 #define STREAM_FLAG_FEEDBACK 1u
 #define STREAM_FLAG_ALL 2u
+#define STREAM_END_SIZE 16
 
 struct stream_header {
 	uint32_t version;
@@ -65,12 +81,21 @@ struct stream_header {
 	char fifo_path[STREAM_PATH_MAX];
 };
 
+/* The end record. */
+struct stream_end {
+	uint32_t n_past;
+	uint32_t computed;
+	uint32_t ctx;
+};
+
 struct stream_frame {
 	int32_t pos;
 	uint32_t n_fed;
 	int32_t *fed;      /* n_fed ids; owned by the frame, grown as needed */
 	uint32_t fed_cap;
 	float *logits;     /* n_vocab floats; owned by the frame */
+	int ended;         /* stream_read_frame met the end record ... */
+	struct stream_end end;  /* ... which said this */
 };
 
 /* Writes the header. Returns 0, or -1 with e set (errno kept: EPIPE means
@@ -81,6 +106,12 @@ int stream_write_header(FILE *f, const struct stream_header *h, struct err *e);
 int stream_write_frame(FILE *f, int32_t pos, const int32_t *fed, uint32_t n_fed,
 		       const float *logits, uint32_t n_vocab, struct err *e);
 
+/* Writes the end record to fd with one write(2), after the caller has
+ * flushed what it buffered for fd: unbuffered, so that a reader that has
+ * gone is seen here (ERR_WRITE with errnum EPIPE, SIGPIPE ignored) and
+ * leaves nothing behind in a buffer. Returns 0, or -1 with e set. */
+int stream_write_end(int fd, const struct stream_end *end, struct err *e);
+
 /* Reads and checks a header; name (e.g. "<stdin>") is used in messages:
  * "<stdin>: not a logits stream (bad magic)", "<stdin>: logits stream
  * version 2 is not supported (this reader knows version 1)",
@@ -89,8 +120,10 @@ int stream_read_header(FILE *f, struct stream_header *h, const char *name,
 		       struct err *e);
 
 /* Reads the next frame into fr (allocated on first use, sized from h).
- * Returns 1 for a frame, 0 at a clean end of stream (EOF exactly between
- * frames), -1 on error ("<stdin>: truncated frame at position 5"). */
+ * Returns 1 for a frame; 0 at a clean end of stream: the end record (read
+ * whole, fr->ended set and fr->end filled; f is left right after it) or
+ * EOF exactly between frames (fr->ended 0); -1 on error ("<stdin>:
+ * truncated frame at position 5"). */
 int stream_read_frame(FILE *f, const struct stream_header *h,
 		      struct stream_frame *fr, const char *name, struct err *e);
 

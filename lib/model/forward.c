@@ -247,6 +247,15 @@ void forward_reset(struct forward *f)
 	f->n_past = 0;
 }
 
+void forward_keep(struct forward *f, int n)
+{
+	/* Keys and values of a position depend only on the ids up to it, so
+	 * the first n rows stay valid; later rows are overwritten as new ids
+	 * come. */
+	if (n >= 0 && n < f->n_past)
+		f->n_past = n;
+}
+
 /* The RoPE table as transformers computes it, in float32:
  * inv_freq[i] = 1 / theta^(2i / d), angle = pos * inv_freq[i]. */
 static void rope_table(struct forward *f)

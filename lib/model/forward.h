@@ -152,6 +152,11 @@ void forward_free(struct forward *f);
 /* Empties the KV cache (n_past = 0). */
 void forward_reset(struct forward *f);
 
+/* Keeps the first n positions of the KV cache (0 <= n <= n_past) and drops
+ * the rest: the next forward_eval continues at position n, exactly as if
+ * only those n ids had been run. */
+void forward_keep(struct forward *f, int n);
+
 /* Runs ids[0..n) and hands the logits of the last position (all == 0) or of
  * every position (all != 0) to emit, in order. Returns 0; or -1 with e set
  * when an id is outside the vocabulary or the ids do not fit in the cache

@@ -107,7 +107,7 @@ f32() {  # f32 BITS: a float given by its bit pattern
 }
 header() {  # header N_VOCAB FLAGS PATH
 	printf 'QWLOGITS'
-	le 4 1; le 4 "$1"; le 4 0; le 4 2
+	le 4 2; le 4 "$1"; le 4 0; le 4 2
 	le 4 1; le 4 2; for i in 1 2 3 4 5 6; do le 4 -1; done
 	f32 0x3f333333; le 4 20; f32 0x3f4ccccd; f32 0; f32 0x3f8ccccd
 	le 4 "$2"; le 4 64; zeros 60
@@ -124,6 +124,7 @@ frame() {  # frame POS IDS... : a frame with these ids fed and logits 0..7
 }
 header 8 0 '' >"$corpus/stream/header-only"
 { header 8 0 ''; frame 2 3 4 5; } >"$corpus/stream/score-last"
+{ header 8 0 ''; frame 2 3 4 5; printf ENDG; le 4 3; le 4 3; le 4 64; } >"$corpus/stream/score-end"
 { header 8 2 ''; frame 0 3; frame 1 4; frame 2 5; } >"$corpus/stream/score-all"
 { header 8 1 /tmp/qwenpipe.XXXX/ids; frame 1 3 4; frame 2 7; frame 3 1; } \
 	>"$corpus/stream/generation"

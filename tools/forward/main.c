@@ -6,15 +6,30 @@
  *   forward --dump [--top K] < logits       a logits stream as text
  *
  * Ids are decimal text, one or more per line. The logits stream (binary,
- * lib/format/stream.h) never goes to a terminal. In generation mode forward writes
- * the prompt's last logits, then waits on the feedback FIFO named in the
- * stream header for each id the sampler draws, and answers each with one
- * more frame; it ends when the sampler closes the FIFO, the reader of
- * stdout goes away, or the context is full. The FIFO and its directory are
- * removed on every exit path.
+ * lib/format/stream.h) never goes to a terminal. In generation mode forward
+ * writes the prompt's last logits, then waits on the feedback FIFO named in
+ * the stream header for each id the sampler draws, and answers each with
+ * one more frame; the generation ends when the sampler closes the FIFO or
+ * the context is full, and forward writes the stream's end record.
+ *
+ * Then it reads the next prompt, which extends the same sequence: only its
+ * ids are computed (a conversation, docs/chat.md). A blank line or the end
+ * of input ends a prompt; each prompt is a stream of its own (header,
+ * frames, end record), for a new sampler. Two lines are commands:
+ *
+ *   @N   (before a prompt's ids) keep only the first N positions of the
+ *        context: @0 starts over, @K rewinds to what a client knows
+ *   ?    (between prompts) write an end record alone, now: the positions
+ *        the context holds and its size
+ *
+ * forward ends at the end of its input, or when the reader of stdout has
+ * gone. The FIFO and its directory are removed on every exit path.
+ * Scoring reads the whole input as one sequence (blank lines are only
+ * whitespace there).
  *
  * Exit status: 0 fine; 1 bad input, I/O error, no sampler connected;
- * 2 usage; 141 the reader of stdout went away.
+ * 2 usage; 141 the reader of stdout went away while forward had more to
+ * write.
  */
 #include "attntrace.h"
 #include "cli/cli.h"
@@ -27,8 +42,11 @@
 #include "model/model.h"
 #include "format/stream.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,21 +116,81 @@ static int verbose;             /* -v */
 static const char *in_name = "<stdin>";
 #define FIRST_ID_TIMEOUT_MS 10000  /* a sampler must send its first id by then */
 
-/* ---- input ids ---- */
+/* ---- input: prompts (the grammar is in the comment at the top) ---- */
 
-/* Every id on stdin (lib/format/idtext.h), or exit 1 naming the line. */
-static int *read_ids(int n_vocab, int *n_out)
+struct input {
+	char *line;
+	size_t cap;
+	long lineno;
+	int whole;   /* scoring: one sequence, no commands */
+};
+
+enum { PROMPT_EOF, PROMPT_IDS, PROMPT_QUERY };
+
+struct prompt {
+	struct idtext t;  /* its ids */
+	int keep;         /* @N: positions to keep before the ids; -1 none */
+	long keep_line;
+};
+
+/* A command line (@N or ?); s is the line without leading whitespace. */
+static int command(struct input *in, struct prompt *p, char *s)
 {
+	size_t len = strlen(s);
+	while (len > 0 && isspace((unsigned char)s[len - 1]))
+		s[--len] = 0;
+	if (in->whole)
+		cli_die("%s: line %ld: '%s': commands are for generation, not scoring",
+			in_name, in->lineno, s);
+	if (!strcmp(s, "?")) {
+		if (p->t.n || p->keep >= 0)
+			cli_die("%s: line %ld: '?' inside a prompt (end the prompt with a "
+				"blank line first)", in_name, in->lineno);
+		return PROMPT_QUERY;
+	}
+	char *end;
+	errno = 0;
+	long v = s[0] == '@' && isdigit((unsigned char)s[1]) ? strtol(s + 1, &end, 10) : -1;
+	if (v < 0 || *end || errno || v > INT_MAX)
+		cli_die("%s: line %ld: '%s' is not a command (@N or ?)", in_name,
+			in->lineno, s);
+	if (p->t.n)
+		cli_die("%s: line %ld: %s must come before the prompt's ids", in_name,
+			in->lineno, s);
+	p->keep = (int)v;
+	p->keep_line = in->lineno;
+	return PROMPT_IDS;
+}
+
+/* Reads the next prompt into p. Returns PROMPT_IDS (ids and/or an @N),
+ * PROMPT_QUERY (a ? line), or PROMPT_EOF (the input ended before any).
+ * Errors name the line and the id (lib/format/idtext.h). */
+static int read_prompt(struct input *in, struct prompt *p, int n_vocab)
+{
+	p->t.n = 0;
+	p->keep = -1;
 	struct err e;
-	size_t len;
-	long n;
-	char *text = slurp("-", &len, &e);
-	int *ids = text ? idtext_parse(text, in_name, n_vocab, &n, &e) : NULL;
-	free(text);
-	if (!ids)
-		cli_die_err(&e);
-	*n_out = (int)n;
-	return ids;
+	while (getline(&in->line, &in->cap, stdin) >= 0) {
+		in->lineno++;
+		char *s = in->line;
+		while (isspace((unsigned char)*s))
+			s++;
+		if (!*s) {  /* a blank line */
+			if (!in->whole && (p->t.n || p->keep >= 0))
+				return PROMPT_IDS;
+			continue;
+		}
+		if (*s == '@' || *s == '?') {
+			if (command(in, p, s) == PROMPT_QUERY)
+				return PROMPT_QUERY;
+			continue;
+		}
+		if (idtext_append(s, in_name, in->lineno, n_vocab, &p->t, &e) < 0)
+			cli_die_err(&e);
+	}
+	if (ferror(stdin))
+		cli_die("%s: read error: %s", in_name, strerror(errno));
+	return p->t.n || p->keep >= 0 ? PROMPT_IDS : PROMPT_EOF;
 }
 
 /* ---- trace files: written whole (lib/core/outfile.h) ---- */
@@ -229,17 +307,50 @@ static void fb_cleanup(void)
 	feedback_close(&fb);
 }
 
-/* Without the cache (no_cache), every step empties it and runs the whole
- * sequence again: the quadratic baseline, same logits. ids has room for
- * f->ctx ids. */
-static void generate(struct forward *f, int *ids, int n, int no_cache)
+/* The sequence so far, for --no-cache (which runs all of it at every
+ * step); room for f->ctx ids. */
+struct seq {
+	int *ids, n;
+};
+
+/* Writes the end record; returns 0 when the reader of stdout has gone. */
+static int write_end(const struct forward *f, long computed)
+{
+	struct stream_end end = { (uint32_t)f->n_past, (uint32_t)computed,
+				  (uint32_t)f->ctx };
+	struct err e;
+	if (fflush(stdout) != 0) {
+		err_write(&e, errno, "write error");
+		cli_die_err(&e);
+	}
+	if (stream_write_end(STDOUT_FILENO, &end, &e) == 0)
+		return 1;
+	if (e.kind != ERR_WRITE || e.errnum != EPIPE)
+		cli_die_err(&e);
+	return 0;
+}
+
+/* One generation: the prompt's ids, then one id at a time from the
+ * sampler until it closes the FIFO (or the reader of stdout goes), then
+ * the end record. Returns 0 when the reader of stdout has gone. Without
+ * the cache (no_cache), every step empties it and runs the whole sequence
+ * again: the quadratic baseline, same logits. */
+static int generate(struct forward *f, const struct prompt *p, struct seq *sq,
+		    int no_cache, long number)
 {
 	struct err e;
-	atexit(fb_cleanup);
+	long before = f->positions, fed = 0;
 	if (feedback_open(&fb, &e) < 0)
 		cli_die("%s", e.msg);
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
-	eval(f, ids, n, n, 0);
+	if (no_cache) {
+		memcpy(sq->ids + sq->n, p->t.ids, sizeof *p->t.ids * (size_t)p->t.n);
+		sq->n += (int)p->t.n;
+		forward_reset(f);
+		eval(f, sq->ids, sq->n, (int)p->t.n, 0);
+	} else {
+		eval(f, p->t.ids, (int)p->t.n, (int)p->t.n, 0);
+	}
 	for (;;) {
 		int id;
 		int r = feedback_next(&fb, STDOUT_FILENO, FIRST_ID_TIMEOUT_MS, &id, &e);
@@ -254,15 +365,74 @@ static void generate(struct forward *f, int *ids, int n, int no_cache)
 			cli_warn("context full (%d positions, --ctx); stopping", f->ctx);
 			break;
 		}
+		fed++;
 		if (no_cache) {
-			ids[n++] = id;
+			sq->ids[sq->n++] = id;
 			forward_reset(f);
-			eval(f, ids, n, 1, 0);
+			eval(f, sq->ids, sq->n, 1, 0);
 		} else {
 			eval(f, &id, 1, 1, 0);
 		}
 	}
 	feedback_close(&fb);
+	long computed = f->positions - before;
+	if (verbose)
+		fprintf(stderr, "forward: prompt %ld: %ld position%s (%ld prompt id%s, "
+			"%ld fed back); the context holds %d of %d\n", number, computed,
+			computed == 1 ? "" : "s", p->t.n, p->t.n == 1 ? "" : "s", fed,
+			f->n_past, f->ctx);
+	return write_end(f, computed);
+}
+
+/* Dies unless the prompt's ids fit in what is left of the context. */
+static void check_fits(const struct forward *f, const struct prompt *p,
+		       const struct input *in)
+{
+	if (p->t.n <= f->ctx - f->n_past)
+		return;
+	if (f->n_past == 0)
+		cli_die("%s: %ld ids do not fit in the context of %d positions (--ctx)",
+			in_name, p->t.n, f->ctx);
+	cli_die("%s: line %ld: %ld more ids do not fit in the context of %d positions, "
+		"%d of them in use (--ctx; @N keeps fewer)", in_name, in->lineno, p->t.n,
+		f->ctx, f->n_past);
+}
+
+/* Generation mode: prompt after prompt, each extending the sequence. */
+static void converse(struct forward *f, struct input *in, int no_cache)
+{
+	struct prompt p = { 0 };
+	struct seq sq = { NULL, 0 };
+	if (no_cache && !(sq.ids = malloc(sizeof *sq.ids * (size_t)f->ctx)))
+		cli_die("out of memory");
+	atexit(fb_cleanup);
+	long number = 0;
+	int any = 0, k;
+	while ((k = read_prompt(in, &p, f->m->cfg.vocab_size)) != PROMPT_EOF) {
+		any = 1;
+		if (k == PROMPT_QUERY) {
+			if (!write_end(f, 0))
+				break;
+			continue;
+		}
+		if (p.keep >= 0) {
+			if (p.keep > f->n_past)
+				cli_die("%s: line %ld: @%d: the context holds only %d position%s",
+					in_name, p.keep_line, p.keep, f->n_past,
+					f->n_past == 1 ? "" : "s");
+			forward_keep(f, p.keep);
+			sq.n = p.keep;
+		}
+		if (p.t.n == 0)
+			continue;
+		check_fits(f, &p, in);
+		if (!generate(f, &p, &sq, no_cache, ++number))
+			break;
+	}
+	if (!any)
+		cli_die("%s: no token ids", in_name);
+	free(p.t.ids);
+	free(sq.ids);
 }
 
 /* ---- --dump ---- */
@@ -363,6 +533,9 @@ int main(int argc, char **argv)
 	if (optind + 1 != argc)
 		cli_die_usage(optind == argc ? "no model given" : "one model only");
 	cli_refuse_binary_tty();
+	/* A reader that went away is seen as EPIPE: at an end record that is
+	 * the normal end of a pipeline, elsewhere exit 141 (cli_die_err). */
+	signal(SIGPIPE, SIG_IGN);
 	if (stdout_is_file())
 		score = 1;
 	if (all && !score)
@@ -409,19 +582,21 @@ int main(int argc, char **argv)
 	if (verbose && m.note[0])
 		fprintf(stderr, "forward: %s: %s\n", path, m.note);
 
-	int n;
-	int *ids = read_ids(m.cfg.vocab_size, &n);
-	if (n > f.ctx)
-		cli_die("%s: %d ids do not fit in the context of %d positions (--ctx)",
-		    in_name, n, f.ctx);
-	if (no_cache && !(ids = realloc(ids, sizeof *ids * (size_t)f.ctx)))
-		cli_die("out of memory");
+	struct input in = { .whole = score };
 	if (score) {
+		struct prompt p = { 0 };
+		if (read_prompt(&in, &p, m.cfg.vocab_size) == PROMPT_EOF)
+			cli_die("%s: no token ids", in_name);
+		check_fits(&f, &p, &in);
 		write_header(&m, &f, all ? STREAM_FLAG_ALL : 0, "");
-		eval(&f, ids, n, n, all);
+		eval(&f, p.t.ids, (int)p.t.n, (int)p.t.n, all);
+		if (!write_end(&f, f.positions))
+			cli_exit(EXIT_PIPE);
+		free(p.t.ids);
 	} else {
-		generate(&f, ids, n, no_cache);
+		converse(&f, &in, no_cache);
 	}
+	free(in.line);
 	if (trace_path)
 		cli_outfile_commit(&tr.out);
 	if (attn_path) {
@@ -430,7 +605,6 @@ int main(int argc, char **argv)
 	}
 	if (verbose)
 		fprintf(stderr, "forward: %ld positions computed\n", f.positions);
-	free(ids);
 	forward_free(&f);
 	model_free(&m);
 	cli_exit(EXIT_OK);

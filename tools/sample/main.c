@@ -13,11 +13,16 @@
  * It stops at an end-of-sequence id (not written unless --emit-eos), after
  * -n tokens, when the frame it drew from was the last position forward's
  * context holds (the header's ctx), when stdout is closed (exit 141,
- * quietly), or at the end of the stream (forward stopped or was killed); it
- * then closes the FIFO, which ends forward.
+ * quietly), at SIGINT (at the next frame, which it reads but does not draw
+ * from; exit 130), or at the end of the stream (its end record, or forward
+ * stopped or was killed); it then closes the FIFO, which ends the
+ * generation. Every id it feeds back is one it wrote; the id it stops on
+ * is never fed back (the end of sequence, the -n-th, the one drawn at a
+ * full context), so forward's context then holds the prompt and the ids
+ * written before that one (docs/chat.md).
  *
  * Exit status: 0 stopped normally; 1 bad stream, I/O error; 2 usage;
- * 141 the reader of stdout went away.
+ * 130 interrupted (SIGINT); 141 the reader of stdout went away.
  */
 #include "cli/cli.h"
 #include "core/timing.h"
@@ -178,6 +183,30 @@ static void lp_fail(void)
 	outfile_abort(&lp_out);
 }
 
+/* SIGINT stops the generation at the next frame, so that forward is left
+ * between two frames (a conversation can go on); a second one gets the
+ * handling there was before (lib/core/cleanup.h's, or the default): sample
+ * ends at once. */
+static volatile sig_atomic_t interrupted;
+static struct sigaction prev_int;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+	sigaction(SIGINT, &prev_int, NULL);
+}
+
+/* After a stop at SIGINT: ends with the status of SIGINT (130). */
+static _Noreturn void die_of_sigint(void)
+{
+	lp_fail();
+	fflush(stdout);
+	signal(SIGINT, SIG_DFL);
+	raise(SIGINT);
+	_exit(128 + SIGINT);
+}
+
 /* One JSON line: the chosen token and the K most probable, with their
  * log-probabilities under the model (before the chain); how many tokens the
  * chain kept and the K most probable of them, with their probabilities
@@ -253,6 +282,10 @@ int main(int argc, char **argv)
 
 	/* Writes to a reader that went away must fail with EPIPE, not kill. */
 	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa_int = { .sa_handler = on_sigint, .sa_flags = SA_RESTART };
+	sigemptyset(&sa_int.sa_mask);
+	if (sigaction(SIGINT, NULL, &prev_int) == 0 && prev_int.sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa_int, NULL);
 	int fifo = -1;
 	if (h.flags & STREAM_FLAG_FEEDBACK) {
 		fifo = feedback_open_writer(h.fifo_path, &e);
@@ -269,11 +302,16 @@ int main(int argc, char **argv)
 	double t_first = 0, t_last = 0;
 	while (max_tokens < 0 || n < max_tokens) {
 		int r = stream_read_frame(stdin, &h, &fr, in_name, &e);
-		if (r <= 0) {
-			if (r < 0) {
-				lp_fail();
-				cli_die("%s", e.msg);
-			}
+		if (r < 0 && interrupted)
+			die_of_sigint();  /* forward was interrupted too: no message */
+		if (r < 0) {
+			lp_fail();
+			cli_die("%s", e.msg);
+		}
+		if (r == 0)
+			break;
+		if (interrupted) {
+			why = "interrupted";
 			break;
 		}
 		int32_t id = -1;
@@ -322,7 +360,7 @@ int main(int argc, char **argv)
 	}
 	if (max_tokens == 0)
 		why = "max tokens";
-	/* Closing the FIFO is what ends forward. */
+	/* Closing the FIFO is what ends the generation. */
 	if (fifo >= 0)
 		close(fifo);
 	lp_close();
@@ -338,6 +376,8 @@ int main(int argc, char **argv)
 	stream_frame_free(&fr);
 	sampler_free(s);
 	free(top);
+	if (interrupted)
+		die_of_sigint();
 	if (stdout_gone)
 		_exit(EXIT_PIPE);
 	cli_exit(EXIT_OK);
