@@ -208,9 +208,10 @@ no_fifo_dir() {
 }
 
 @test "generation ends cleanly when the context is full" {
-	run bash -c "set -o pipefail; echo 1 2 3 | forward '$SHAPES' --ctx 4 | sample --greedy -n 10 --ignore-eos | wc -l"
+	run --separate-stderr bash -c "set -o pipefail; echo 1 2 3 | forward '$SHAPES' --ctx 4 | sample --greedy -n 10 --ignore-eos | wc -l"
 	assert_success
 	assert_output 2  # drawn at positions 2 and 3
+	[ "$stderr" = "sample: warning: the context is full (4 positions; forward --ctx sets it): generation stopped" ]
 	no_fifo_dir
 }
 

@@ -176,7 +176,8 @@ waits_for() {
 	run --separate-stderr -0 timeout 30 bash -c "forward '$TINY' --ctx 16 < '$BATS_TEST_TMPDIR/ids' | sample --ignore-eos -v; echo \${PIPESTATUS[@]}"
 	[ "${#lines[@]}" = 15 ]
 	[ "${lines[14]}" = "0 0" ]
-	[[ "${stderr_lines[1]}" = "sample: stop: context full; 14 tokens"* ]]
+	[ "${stderr_lines[1]}" = "sample: warning: the context is full (16 positions; forward --ctx sets it): generation stopped" ]
+	[[ "${stderr_lines[2]}" = "sample: stop: context full; 14 tokens"* ]]
 	tmpdir_empty
 }
 

@@ -22,8 +22,9 @@ greedy_text() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json" | tok de
 
 @test "generate: forward's flags go to forward, the others to sample; - reads the prompt" {
 	# --ctx 16 with a 3-token prompt leaves room for 14 tokens.
-	run -0 bash -c "printf 'ROMEO:' | '$GEN' '$TINY' - --ctx 16 --threads 1 --greedy --ignore-eos -n 100 | tok encode | wc -l"
+	run --separate-stderr -0 bash -c "printf 'ROMEO:' | '$GEN' '$TINY' - --ctx 16 --threads 1 --greedy --ignore-eos -n 100 | tok encode | wc -l"
 	[ "$output" -le 14 ]
+	[ "$stderr" = "sample: warning: the context is full (16 positions; forward --ctx sets it): generation stopped" ]
 	# Without -n, at most 200 tokens.
 	run --separate-stderr -0 "$GEN" "$TINY" "ROMEO:" --seed 5 -v
 	[[ "${stderr_lines[1]}" = "sample: stop: max tokens; 200 tokens"* ]]

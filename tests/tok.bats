@@ -221,3 +221,28 @@ refuses() {
 	run --separate-stderr -1 bash -c "printf hi | '$P/bin/tok' encode"
 	[ "$stderr" = "$(printf '%s\n%s' "tok: the bundled tokenizer (data/qwen2.5-0.5b-instruct/tokenizer.json) is not next to this executable" "hint: give one with --tokenizer PATH or QWENPIPE_TOKENIZER=PATH")" ]
 }
+
+@test "decode --stop: the text up to the first stop string, then exit, closing the input" {
+	ids=$(printf 'Hello world, foo bar baz' | tok encode | tr '\n' ' ')
+	run -0 bash -c "echo '$ids' | tok decode --stop 'o b' --stop ', f'"
+	assert_output "Hello world"
+	run -0 bash -c "echo '$ids' | tok decode --stop zzz"
+	assert_output "Hello world, foo bar baz"
+	# A stop string split across tokens, and a text that only begins one.
+	run -0 bash -c "echo '$ids' | tok decode --stop 'ar b'"
+	assert_output "Hello world, foo b"
+	run -0 bash -c "echo '$ids' | tok decode --stop 'bazz'"
+	assert_output "Hello world, foo bar baz"
+	# It stops reading: what comes after the stop is not read at all.
+	run -0 bash -c "{ echo '$ids'; sleep 30; } | timeout 10 tok decode --stop foo"
+	assert_output "Hello world, "
+	run -2 tok decode --stop ''
+	assert_line --index 0 "tok: --stop: the text is empty"
+}
+
+@test "decode on a terminal ends the text with a newline" {
+	run -0 script -qec "echo 9707 | '$BIN/tok' decode" /dev/null
+	assert_output $'Hello\r'
+	run -0 bash -c "echo 9707 | tok decode | od -An -c"
+	assert_output "   H   e   l   l   o"
+}

@@ -348,8 +348,11 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (h.ctx && (uint32_t)fr.pos + 1 >= h.ctx) {
-			/* forward's KV cache is full: it could not use the id. */
+			/* forward's KV cache is full: it could not use the id. A
+			 * text cut short says so, -v or not. */
 			why = "context full";
+			cli_warn("the context is full (%u positions; forward --ctx sets it): "
+			     "generation stopped", h.ctx);
 			break;
 		}
 		if (fifo >= 0 && feedback_send(fifo, id, &e) < 0) {

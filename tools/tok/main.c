@@ -2,6 +2,7 @@
  *
  *   tok encode [FILE...]   text (stdin, or each FILE; - is stdin) -> one id per line
  *   tok decode [FILE...]   ids separated by any whitespace -> text, streamed
+ *                          (--stop TEXT: up to the first TEXT, then exit)
  *   tok chat               messages (JSON on stdin, or --system/--user) -> ids
  *
  * The tokenizer: --tokenizer PATH (a tokenizer.json, a model directory, or
@@ -10,6 +11,7 @@
  * data/qwen2.5-0.5b-instruct/tokenizer.json, found from where the tok
  * executable is (see default_tokenizer), so it works from anywhere.
  */
+#define _GNU_SOURCE  /* memmem */
 #include "text/chat.h"
 #include "cli/cli.h"
 #include "format/gguf.h"
@@ -30,7 +32,8 @@
 #include <unistd.h>
 
 enum { OPT_TOKENIZER = CLI_LONG, OPT_NO_SPECIAL, OPT_SKIP_SPECIAL, OPT_PIECES,
-       OPT_COUNT, OPT_JSON, OPT_TEXT, OPT_SYSTEM, OPT_USER, OPT_NO_GEN_PROMPT };
+       OPT_COUNT, OPT_JSON, OPT_TEXT, OPT_SYSTEM, OPT_USER, OPT_NO_GEN_PROMPT,
+       OPT_STOP };
 
 static const struct cli_opt opts[] = {
 	{ 0, "FILE", NULL, "encode, decode: the input ('-' or none: stdin)" },
@@ -39,6 +42,8 @@ static const struct cli_opt opts[] = {
 	  "bundled Qwen2.5 one)" },
 	{ OPT_NO_SPECIAL, "no-special", NULL, "encode: special tokens in the text are plain text" },
 	{ OPT_SKIP_SPECIAL, "skip-special", NULL, "decode: leave special tokens out of the text" },
+	{ OPT_STOP, "stop", "TEXT", "decode: end before the first TEXT, and exit (which\n"
+	  "closes the input: a pipeline upstream ends); repeatable" },
 	{ OPT_PIECES, "pieces", NULL, "encode, chat: each token as id and its text" },
 	{ OPT_COUNT, "count", NULL, "encode, chat: only the number of tokens" },
 	{ OPT_JSON, "json", NULL, "encode, chat: the ids as one JSON array" },
@@ -54,7 +59,7 @@ static const struct cli_opt opts[] = {
 static const struct cli_spec spec = {
 	.prog = "tok",
 	.usage = "tok encode [--no-special] [--pieces|--count|--json] [FILE...]\n"
-		 "tok decode [--skip-special] [FILE...]\n"
+		 "tok decode [--skip-special] [--stop TEXT]... [FILE...]\n"
 		 "tok chat [--system TEXT] [--user TEXT] [--no-generation-prompt] "
 		 "[--text|--pieces|--count|--json]",
 	.about = "Text to Qwen2.5 token ids and back (encode: one id per line; decode:\n"
@@ -74,6 +79,8 @@ struct opts {
 	const char *tokenizer;     /* --tokenizer; NULL: environment or bundled */
 	int flags;                 /* --no-special: TOK_NO_SPECIAL */
 	int skip_special;          /* decode --skip-special */
+	const char **stops;        /* decode --stop, n_stops of them */
+	int n_stops;
 	enum out_mode out;         /* --pieces, --count, --json, (chat) --text */
 	int out_set;
 	const char *system, *user; /* chat --system, --user */
@@ -248,6 +255,73 @@ static int cmd_encode(const struct opts *o)
 	return EXIT_OK;
 }
 
+/* ---- decode's output: --stop, and the final newline on a terminal ----
+ *
+ * With stop strings, text that could be the start of one is held back
+ * until the next bytes decide; at the first stop string, the text before
+ * it is written and tok exits, which closes its input: in a pipeline the
+ * sampler upstream sees its stdout closed and stops, and so does forward. */
+
+static struct {
+	const char *const *stops;
+	int n;
+	unsigned char *held;  /* bytes not written yet (a stop string may begin there) */
+	size_t n_held, cap;
+	int last;             /* the last byte written; -1 none */
+} out = { .last = -1 };
+
+static void put_out(const unsigned char *b, size_t n)
+{
+	if (n && fwrite(b, 1, n, stdout) != n)
+		cli_exit(EXIT_FAIL);
+	if (n)
+		out.last = b[n - 1];
+}
+
+/* The end of decode's output: on a terminal, the text ends with a newline
+ * so that the shell's prompt starts on a line of its own. */
+static _Noreturn void decode_done(void)
+{
+	if (isatty(STDOUT_FILENO) && out.last >= 0 && out.last != '\n')
+		put_out((const unsigned char *)"\n", 1);
+	cli_exit(EXIT_OK);
+}
+
+static void emit_text(const unsigned char *b, size_t n)
+{
+	if (!out.n) {
+		put_out(b, n);
+		return;
+	}
+	if (out.n_held + n > out.cap) {
+		out.cap = 2 * (out.n_held + n);
+		if (!(out.held = realloc(out.held, out.cap)))
+			cli_die("out of memory");
+	}
+	memcpy(out.held + out.n_held, b, n);
+	out.n_held += n;
+	size_t cut = out.n_held, keep = 0;
+	for (int i = 0; i < out.n; i++) {
+		size_t len = strlen(out.stops[i]);
+		const unsigned char *at = memmem(out.held, out.n_held, out.stops[i], len);
+		if (at && (size_t)(at - out.held) < cut)
+			cut = (size_t)(at - out.held);
+		/* the longest end of the text that begins this stop string */
+		for (size_t k = len - 1 < out.n_held ? len - 1 : out.n_held; k > keep; k--)
+			if (!memcmp(out.held + out.n_held - k, out.stops[i], k)) {
+				keep = k;
+				break;
+			}
+	}
+	if (cut < out.n_held) {
+		put_out(out.held, cut);
+		decode_done();
+	}
+	put_out(out.held, out.n_held - keep);
+	memmove(out.held, out.held + out.n_held - keep, keep);
+	out.n_held = keep;
+}
+
 /* Decodes one id (text in tok[0..n)), writing its bytes through the
  * holder. */
 static void decode_one(const struct tokenizer *t, const struct opts *o, const char *name,
@@ -273,12 +347,11 @@ static void decode_one(const struct tokenizer *t, const struct opts *o, const ch
 		    tok_n_ids(t) - 1);
 	if (o->skip_special && tok_is_special(t, (int32_t)v))
 		return;
-	unsigned char out[512];
+	unsigned char text[512];
 	while (len > 0) { /* tokens are short; a long one goes in chunks */
-		size_t k = len < sizeof out - 3 ? len : sizeof out - 3;
-		size_t m = utf8_hold_push(h, b, k, out);
-		if (fwrite(out, 1, m, stdout) != m)
-			cli_exit(EXIT_FAIL);
+		size_t k = len < sizeof text - 3 ? len : sizeof text - 3;
+		size_t m = utf8_hold_push(h, b, k, text);
+		emit_text(text, m);
 		b += k;
 		len -= k;
 	}
@@ -330,6 +403,8 @@ static void decode_fd(const struct tokenizer *t, const struct opts *o, int fd,
 
 static int cmd_decode(const struct opts *o)
 {
+	out.stops = o->stops;
+	out.n = o->n_stops;
 	struct tokenizer *t = load(o);
 	struct utf8_hold h = { 0 };
 	static char *dash[] = { "-" };
@@ -346,10 +421,10 @@ static int cmd_decode(const struct opts *o)
 	}
 	unsigned char rest[4];
 	size_t m = utf8_hold_flush(&h, rest);
-	if (fwrite(rest, 1, m, stdout) != m)
-		cli_exit(EXIT_FAIL);
+	emit_text(rest, m);
+	put_out(out.held, out.n_held);  /* no stop string came */
 	tok_free(t);
-	return EXIT_OK;
+	decode_done();
 }
 
 static int cmd_chat(const struct opts *o)
@@ -424,6 +499,8 @@ int main(int argc, char **argv)
 	/* The flags after the command: argv + 1 puts the command where getopt
 	 * expects the program's name. */
 	enum { E = 1, D = 2, C = 4 };  /* the commands a flag is for */
+	if (!(o.stops = calloc((size_t)argc, sizeof *o.stops)))
+		cli_die("out of memory");
 	int cmd = enc ? E : dec ? D : C, c;
 	while ((c = cli_getopt(argc - 1, argv + 1, &v)) != -1) {
 		const struct cli_opt *f = opts;
@@ -431,7 +508,7 @@ int main(int argc, char **argv)
 			f++;
 		int scope = c == OPT_TOKENIZER ? E | D | C
 			: c == OPT_NO_SPECIAL ? E
-			: c == OPT_SKIP_SPECIAL ? D
+			: c == OPT_SKIP_SPECIAL || c == OPT_STOP ? D
 			: c == OPT_PIECES || c == OPT_COUNT || c == OPT_JSON ? E | C
 			: C;
 		if (!(scope & cmd))
@@ -440,6 +517,11 @@ int main(int argc, char **argv)
 		case OPT_TOKENIZER: o.tokenizer = v; break;
 		case OPT_NO_SPECIAL: o.flags |= TOK_NO_SPECIAL; break;
 		case OPT_SKIP_SPECIAL: o.skip_special = 1; break;
+		case OPT_STOP:
+			if (!*v)
+				cli_die_usage("--stop: the text is empty");
+			o.stops[o.n_stops++] = v;
+			break;
 		case OPT_PIECES: set_out(&o, OUT_PIECES, "--pieces"); break;
 		case OPT_COUNT: set_out(&o, OUT_COUNT, "--count"); break;
 		case OPT_JSON: set_out(&o, OUT_JSON, "--json"); break;
@@ -454,5 +536,6 @@ int main(int argc, char **argv)
 	if (chat && o.n_files)
 		cli_die_usage("%s: tok chat takes no files (messages come on stdin)", o.files[0]);
 	int rc = enc ? cmd_encode(&o) : dec ? cmd_decode(&o) : cmd_chat(&o);
+	free(o.stops);
 	cli_exit(rc);
 }
