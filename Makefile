@@ -162,7 +162,7 @@ $(BUILD)/man/%.1: scripts/% VERSION $(TOOL_BINS)
 install: all man
 	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE) $(MAN1)
 	install -m 755 $(TOOL_BINS) $(SCRIPTS:%=scripts/%) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 scripts/common.bash scripts/viz.html VERSION $(SHARE)/
+	install -m 644 scripts/common.bash scripts/pipeline.bash scripts/viz.html VERSION $(SHARE)/
 	install -m 644 $(MANS) $(MAN1)/
 	install -d $(SHARE)/qwen2.5-0.5b-instruct $(SHARE)/shakespeare-tiny
 	install -m 644 data/qwen2.5-0.5b-instruct/tokenizer.json \

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# scripts/generate and scripts/chat: the whole pipeline, text to text.
+# scripts/generate: the whole pipeline, text to text, as a tool (scripts/chat
+# has tests/chat.bats).
 bats_require_minimum_version 1.5.0
 load test_helper
 
@@ -7,7 +8,6 @@ setup() {
 	load_assert
 	private_tmpdir
 	GEN="$ROOT/scripts/generate"
-	CHAT="$ROOT/scripts/chat"
 }
 
 # The text of transformers' greedy continuation of a golden case.
@@ -20,49 +20,89 @@ greedy_text() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json" | tok de
 	tmpdir_empty
 }
 
-@test "generate: forward's flags go to forward, the others to sample; - reads the prompt" {
-	# --ctx 16 with a 3-token prompt leaves room for 14 tokens.
+@test "generate: each flag reaches the tool whose table has it, anywhere on the line; - reads the prompt" {
+	# --ctx 16 with a 3-token prompt leaves room for 14 tokens, and says so.
 	run --separate-stderr -0 bash -c "printf 'ROMEO:' | '$GEN' '$TINY' - --ctx 16 --threads 1 --greedy --ignore-eos -n 100 | tok encode | wc -l"
 	[ "$output" -le 14 ]
 	[ "$stderr" = "sample: warning: the context is full (16 positions; forward --ctx sets it): generation stopped" ]
 	# Without -n, at most 200 tokens.
 	run --separate-stderr -0 "$GEN" "$TINY" "ROMEO:" --seed 5 -v
-	[[ "${stderr_lines[1]}" = "sample: stop: max tokens; 200 tokens"* ]]
+	grep -q "^sample: stop: max tokens; 200 tokens" <<<"$stderr"
+	# -v reaches both; -t, --mmap reach forward; --temp=0 and -n5 reach sample.
+	run --separate-stderr -0 "$GEN" -t 1 "$TINY" --mmap "ROMEO:" --temp=0 -n5 -v
+	[ "$output" = "$(jq -r '.greedy_48[:5][]' "$GOLDEN/shakespeare-tiny/romeo.json" | tok decode)" ]
+	[[ "${stderr_lines[0]}" = "forward: $TINY: loaded in "*", mapped), "*" 1 thread" ]]
+	grep -q "^sample: seed [0-9]*, temperature 0," <<<"$stderr"
+	# --int8-activations reaches forward, which refuses it for a float model.
+	run -2 "$GEN" "$TINY" "ROMEO:" --int8-activations
+	assert_line --index 0 "forward: --int8-activations: $TINY has no int8 or int4 weights (quantize it first)"
+	# The same seed, the same text for any thread count.
 	run -0 "$GEN" "$TINY" "ROMEO:" --seed 5 -n 20 --threads 2
 	a=$output
 	run -0 "$GEN" "$TINY" "ROMEO:" --seed 5 -n 20 --threads 1
 	[ "$output" = "$a" ]
-}
-
-@test "generate: usage errors exit 2, a tool's error exits with its status" {
-	run -2 "$GEN" "$TINY"
-	assert_output "usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
-	run -2 "$GEN" "$TINY" "x" --top-p 3
-	assert_line --index 0 "sample: --top-p: 3 is out of range [0, 1]"
-	run -1 "$GEN" "$BATS_TEST_TMPDIR/none" "x"
-	assert_line --index 0 "forward: $BATS_TEST_TMPDIR/none: No such file or directory"
-}
-
-@test "chat: keeps the history; the second answer is what the pipeline gives for the whole conversation" {
-	d=$BATS_TEST_TMPDIR
-	gen() { forward "$TINY" | sample --greedy -n 12 | tok decode; }
-	tok chat --user "Who art thou?" | gen > "$d/a1"
-	jq -n --rawfile a "$d/a1" '[{role: "user", content: "Who art thou?"},
-		{role: "assistant", content: $a}, {role: "user", content: "Whence comest thou?"}]' > "$d/conv"
-	tok chat < "$d/conv" | gen > "$d/a2"
-	{ cat "$d/a1"; echo; cat "$d/a2"; echo; } > "$d/want"
-	printf 'Who art thou?\nWhence comest thou?\n/quit\nnot read\n' | "$CHAT" "$TINY" --greedy -n 12 > "$d/got"
-	cmp "$d/want" "$d/got"
-	# Without the history the second answer would differ.
-	tok chat --user "Whence comest thou?" | gen > "$d/alone"
-	! cmp -s "$d/alone" "$d/a2"
 	tmpdir_empty
 }
 
-@test "chat: end of input ends it with status 0; --system is the first message" {
-	run -0 bash -c "printf 'Hi\n' | '$CHAT' '$TINY' --system 'Speak as a king.' --greedy -n 6"
+@test "generate: --help anywhere, --version; a flag no tool has is the script's usage error" {
+	run -0 "$GEN" "$TINY" --help
+	assert_line --index 0 "usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
+	run -0 "$GEN" --version
+	assert_output "generate (qwenpipe) $(cat "$ROOT/VERSION")"
+	run -2 "$GEN" "$TINY" "x" --copy
+	assert_output "generate: unknown option '--copy'
+usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
+	run -2 "$GEN" "$TINY" "x" --seed
+	assert_line --index 0 "generate: --seed: missing value"
+	run -2 "$GEN" "$TINY" "x" --greedy=1
+	assert_line --index 0 "generate: --greedy takes no value"
+	run -2 "$GEN" "$TINY"
+	assert_line --index 0 "generate: expected a model and a prompt, got 1 operand(s)"
+	run -2 "$GEN" "$TINY" "x" --system "Be brief."
+	assert_line --index 0 "generate: --system needs --chat"
+}
+
+@test "generate: the first tool that failed gives the status, and only its message is shown" {
+	run -1 "$GEN" "$BATS_TEST_TMPDIR/none" "x"
+	assert_output "forward: $BATS_TEST_TMPDIR/none: No such file or directory"
+	run -2 "$GEN" "$TINY" "x" --top-p 3
+	assert_line --index 0 "sample: --top-p: 3 is out of range [0, 1]"
+	refute_output --partial "forward"
+	run -1 "$GEN" "$DATA/qwen2.5-0.5b-instruct" "hi"
+	assert_output "generate: $DATA/qwen2.5-0.5b-instruct has no weights (model.safetensors, 988 MB): scripts/download-qwen fetches them"
+	# -n 0: nothing, and no status of a tool whose reader stopped early.
+	run -0 "$GEN" "$TINY" "x" -n 0
+	assert_output ""
+	# The reader of generate going away is 141, quietly.
+	run -0 bash -c "'$GEN' '$TINY' 'ROMEO:' --ignore-eos -n 100000 | head -c 10 > /dev/null; echo \${PIPESTATUS[0]}"
+	assert_output 141
+	tmpdir_empty
+}
+
+@test "generate: --stop ends the text before the stop string, and the whole pipeline with it" {
+	full=$(greedy_text romeo)
+	stop=$(sed -n 2p <<<"$full" | cut -c 1-6)  # text from the second line
+	[ -n "$stop" ]
+	run -0 timeout 30 "$GEN" "$TINY" "ROMEO:" --greedy -n 48 --stop "$stop" --stop "no such text"
+	[ "$output" = "$(printf '%s' "${full%%"$stop"*}")" ]
+	[[ "$output" != *"$stop"* ]]
+	# The sampler upstream saw its stdout close: nothing is left running.
+	run -0 timeout 30 "$GEN" "$TINY" "ROMEO:" --ignore-eos -n 100000 --seed 1 --stop e
+	[[ "$output" != *e* ]]
+	tmpdir_empty
+}
+
+@test "generate: --chat renders one user turn, after --system; flags before the model too" {
+	run -0 "$GEN" --greedy -n 6 --chat "$TINY" "Hi" --system "Speak as a king."
 	want=$(tok chat --system 'Speak as a king.' --user Hi | forward "$TINY" | sample --greedy -n 6 | tok decode)
 	[ "$output" = "$want" ]
-	run -2 "$CHAT"
-	assert_output "usage: scripts/chat MODEL [--system TEXT] [FLAGS...]"
+	run -0 bash -c "printf 'Hi' | '$GEN' '$TINY' - --chat --greedy -n 6"
+	[ "$output" = "$(tok chat --user Hi | forward "$TINY" | sample --greedy -n 6 | tok decode)" ]
+}
+
+@test "generate: on a terminal the text ends with a newline" {
+	run -0 script -qec "'$GEN' '$TINY' ROMEO: --greedy -n 3" /dev/null
+	[[ "$output" = *$'\r' ]]
+	run -0 bash -c "'$GEN' '$TINY' ROMEO: --greedy -n 3 | od -An -c | tail -n 1"
+	refute_output --partial '\n'
 }

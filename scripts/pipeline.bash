@@ -1,0 +1,193 @@
+# pipeline.bash: what scripts/generate and scripts/chat share beyond
+# common.bash, sourced by both after it: the model a user names, the flags
+# that go to forward and to sample, and the exit status of a pipeline.
+#
+# The script sets qp_prog (its name in messages) and qp_usage (its usage
+# line) first.
+
+qp_fail() {
+	echo "$qp_prog: $*" >&2
+	exit 1
+}
+
+qp_usage_error() {
+	echo "$qp_prog: $*" >&2
+	echo "usage: $qp_usage" >&2
+	exit 2
+}
+
+# ---- the model ----
+
+# qp_model MODEL: refuses a model directory that has a config but no
+# weights, saying how to get them, and sets qp_tok to the tok flags for
+# the model's tokenizer: its directory's tokenizer.json when there is one,
+# else tok's default (the bundled Qwen2.5 one). Anything else wrong with
+# MODEL (it does not exist, a bad config) forward reports itself.
+qp_model() {
+	local m=$1 bundled
+	qp_tok=()
+	[ -d "$m" ] || return 0
+	[ -f "$m/tokenizer.json" ] && qp_tok=(--tokenizer "$m")
+	if [ -f "$m/config.json" ] && [ ! -e "$m/model.safetensors" ]; then
+		bundled=$(qp_data qwen2.5-0.5b-instruct/config.json 2>/dev/null) || bundled=
+		if [ -n "$bundled" ] && [ "$m/config.json" -ef "$bundled" ]; then
+			qp_fail "$m has no weights (model.safetensors, 988 MB): scripts/download-qwen fetches them"
+		fi
+		qp_fail "$m has no weights (model.safetensors)"
+	fi
+}
+
+# ---- flags ----
+#
+# Every flag reaches the tool that takes it, as the tools' own tables say
+# (TOOL --options: "--long TAB value|switch TAB other spellings"). The
+# script's own flags come first (qp_own); a flag no table has is a usage
+# error of the script. A spelling two tools share goes to both when it is
+# the same flag in both (--verbose), and is refused otherwise.
+
+declare -A qp_flag   # spelling -> "TOOL LONG KIND ..." (one triple per tool)
+declare -A qp_canon  # "TOOL SPELLING" -> the tool's long name for it
+
+# qp_own LONG KIND [SPELLING...]: a flag of the script itself.
+qp_own() {
+	local long=$1 kind=$2 s
+	shift 2
+	for s in "$long" "$@"; do
+		qp_flag[$s]="self $long $kind"
+	done
+}
+
+# qp_tables TOOL...: learns the flags of each tool from TOOL --options.
+qp_tables() {
+	local tool long kind others s table
+	for tool; do
+		declare -ga "qp_to_${tool//-/_}=()"
+		table=$("$tool" --options) || qp_fail "$tool --options failed"
+		while IFS=$'\t' read -r long kind others; do
+			case $long in --help | --version | --options) continue ;; esac
+			for s in "$long" $others; do
+				[ "$s" = - ] && continue
+				qp_canon["$tool $s"]=$long
+				case ${qp_flag[$s]-} in
+				"self "*) ;;  # the script's own flag wins
+				*) qp_flag[$s]="${qp_flag[$s]-}${qp_flag[$s]:+ }$tool $long $kind" ;;
+				esac
+			done
+		done <<<"$table"
+	done
+}
+
+# qp_parse ARGS...: sorts the arguments. Sets qp_args (the operands, in
+# order), qp_self (the script's own flags as "LONG" or "LONG VALUE"
+# pairs, in order: LONG, then the value or "") and, for each tool, the
+# array qp_to_TOOL (with - as _: qp_to_forward, qp_to_sample), each flag
+# by its long name. "--" ends the flags; "-" alone is an operand.
+qp_parse() {
+	qp_args=() qp_self=()
+	local a name val have_val entry tool long kind longs i
+	while [ $# -gt 0 ]; do
+		a=$1
+		shift
+		case $a in
+		--)
+			qp_args+=("$@")
+			return ;;
+		--*=*) name=${a%%=*} val=${a#*=} have_val=1 ;;
+		--* | -?) name=$a val= have_val=0 ;;
+		-?*)  # -n5: a short flag with its value attached
+			name=${a:0:2} val=${a:2} have_val=1 ;;
+		*)
+			qp_args+=("$a")
+			continue ;;
+		esac
+		entry=${qp_flag[$name]-}
+		[ -n "$entry" ] || qp_usage_error "unknown option '$name'"
+		read -ra entry <<<"$entry"
+		# one flag, or the same long name in every tool that has it
+		longs=" ${entry[0]} ${entry[1]}"
+		for ((i = 4; i < ${#entry[@]}; i += 3)); do
+			[ "${entry[i]}" = "${entry[1]}" ] || longs="$longs or ${entry[i - 1]} ${entry[i]}"
+		done
+		[[ "$longs" != *" or "* ]] ||
+			qp_usage_error "'$name' is ambiguous:$longs (give the long name)"
+		kind=${entry[2]}
+		if [ "$kind" = value ] && [ "$have_val" = 0 ]; then
+			[ $# -gt 0 ] || qp_usage_error "$name: missing value"
+			val=$1 have_val=1
+			shift
+		elif [ "$kind" = switch ] && [ "$have_val" = 1 ]; then
+			qp_usage_error "$name takes no value"
+		fi
+		for ((i = 0; i < ${#entry[@]}; i += 3)); do
+			tool=${entry[i]} long=${entry[i + 1]}
+			if [ "$tool" = self ]; then
+				qp_self+=("$long" "$val")
+			elif [ "$kind" = value ]; then
+				qp_push "$tool" "$long" "$val"
+			else
+				qp_push "$tool" "$long"
+			fi
+		done
+	done
+}
+
+qp_push() {  # qp_push TOOL ARG...: appends to qp_to_TOOL
+	local -n _to="qp_to_${1//-/_}"
+	shift
+	_to+=("$@")
+}
+
+# qp_drop ARRAY LONG: removes every LONG (and its value) from ARRAY.
+qp_drop() {
+	local -n arr=$1
+	local i out=()
+	for ((i = 0; i < ${#arr[@]}; i++)); do
+		if [ "${arr[i]}" = "$2" ]; then
+			i=$((i + 1))  # and its value
+		else
+			out+=("${arr[i]}")
+		fi
+	done
+	arr=("${out[@]}")
+}
+
+# qp_value ARRAY LONG: the value of the last LONG in the flags of ARRAY
+# (a qp_to_TOOL array); status 1 when it is not there.
+qp_value() {
+	local -n arr=$1
+	local i found=1
+	for ((i = 0; i < ${#arr[@]}; i++)); do
+		[ "${arr[i]}" = "$2" ] && { qp_found=${arr[i + 1]-}; found=0; }
+	done
+	return $found
+}
+
+# ---- exit status ----
+
+# qp_status STATUS... -- ERRFILE...: the status of a pipeline of tools
+# from PIPESTATUS, and the stderr each wrote to ERRFILE ("" for a tool
+# whose stderr went straight to the terminal). The first tool that failed
+# gives the status, and only the messages of the tools up to it are shown:
+# those after it failed because it did (`sample: <stdin>: empty input`
+# after a forward failure). A tool ended by a closed pipe (141) did not
+# fail, unless it is the last one (then the script's reader went away).
+qp_status() {
+	local st=() errs=() i n first=-1 rc=0
+	while [ "$1" != -- ]; do st+=("$1"); shift; done
+	shift
+	errs=("$@")
+	n=${#st[@]}
+	for ((i = 0; i < n; i++)); do
+		if [ "${st[i]}" != 0 ] && [ "${st[i]}" != 141 ]; then
+			first=$i
+			rc=${st[i]}
+			break
+		fi
+	done
+	[ "$first" = -1 ] && [ "${st[n - 1]}" = 141 ] && rc=141
+	for ((i = 0; i < n; i++)); do
+		[ "$first" != -1 ] && [ "$i" -gt "$first" ] && break
+		[ -n "${errs[i]-}" ] && [ -s "${errs[i]}" ] && cat "${errs[i]}" >&2
+	done
+	return "$rc"
+}
