@@ -1,7 +1,8 @@
 # qwenpipe: libcommon (lib/) and one executable per tools/<name>/.
 #
 #   make            build lib/libcommon.a into build/ and every tool into bin/
-#   make test       build, run the C tests (tests/c/) and the bats tests (tests/*.bats)
+#   make test       build, run every C test (tests/c/) and every bats test
+#                   (tests/*.bats), then name what failed
 #   make check      the same test suite built with AddressSanitizer + UBSan (build/san/)
 #   make browser    the page scripts/viz writes, in headless Chromium (needs
 #                   scripts/deps --browser and npm ci in tests/browser)
@@ -101,13 +102,33 @@ bench: $(BENCHES) $(BIN)/bench
 	@set -e; for b in $(BENCHES); do $$b | tee -a bench/results.jsonl; done
 	$(BIN)/bench --synthetic
 
+# Every C test program runs, whatever an earlier one gave; the last line
+# counts them and names the ones that failed.
 ctest: $(CTESTS)
-	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
+	@failed=; for t in $(CTESTS); do echo "== $$t"; $$t || failed="$$failed $${t##*/}"; done; \
+	echo "$$failed" > $(BUILD)/ctest.failed; \
+	set -- $$failed; \
+	echo "ctest: $$(( $(words $(CTESTS)) - $$# )) of $(words $(CTESTS)) programs passed$${1:+, failed:$$failed}"; \
+	[ $$# -eq 0 ]
 
 bats: $(TOOL_BINS)
 	BIN=$(abspath $(BIN)) bats tests/
 
-test: all ctest bats
+# The C programs, then every bats file (even when a program failed), then
+# one line naming what failed: the programs, and the bats tests by name
+# (bats runs in TAP mode for that; its output is kept in $(BUILD)/bats.tap).
+test: all $(CTESTS)
+	@rm -f $(BUILD)/ctest.failed; $(MAKE) --no-print-directory ctest || true; \
+	[ -f $(BUILD)/ctest.failed ] || echo "ctest-did-not-run" > $(BUILD)/ctest.failed; \
+	{ BIN=$(abspath $(BIN)) bats --tap tests/; echo $$? > $(BUILD)/bats.rc; } | tee $(BUILD)/bats.tap; \
+	c=$$(cat $(BUILD)/ctest.failed); set -- $$c; nc=$$#; \
+	nb=$$(grep -c '^not ok' $(BUILD)/bats.tap || true); \
+	if [ $$nc -eq 0 ] && [ $$nb -eq 0 ] && [ "$$(cat $(BUILD)/bats.rc)" = 0 ]; then \
+		echo "make test: all passed"; exit 0; fi; \
+	echo "make test: FAILED: $$nc C program(s)$${c:+ ($$(echo $$c))}, $$nb bats test(s)"; \
+	grep '^not ok' $(BUILD)/bats.tap | sed 's/^not ok [0-9]* /  bats: /'; \
+	[ "$$(cat $(BUILD)/bats.rc)" = 0 ] || [ $$nb -gt 0 ] || echo "  bats itself exited $$(cat $(BUILD)/bats.rc)"; \
+	exit 1
 
 browser: all
 	BIN=$(abspath $(BIN)) bats tests/browser/
