@@ -4,6 +4,11 @@
  * one run shows every disagreement; check_done() prints "N passed, N failed"
  * and returns the exit status. Numeric comparisons report the largest
  * difference they saw, whether or not it passed.
+ *
+ * The numerics programs take the machine's SIMD level from cpu_level_env()
+ * (QWENPIPE_SIMD caps it), not cpu_detect(), so that one machine can run
+ * them as a machine with fewer features would: scripts/numerics-matrix runs
+ * them under each level and each OPENBLAS_CORETYPE (docs/testing.md).
  */
 #ifndef CHECK_H
 #define CHECK_H

@@ -241,7 +241,7 @@ static void check_case(const char *dir, const char *ids_json, const struct qsche
 	float *a8 = malloc(sizeof(float) * V), *fl = malloc(sizeof(float) * V),
 	      *other = malloc(sizeof(float) * V);
 	double *sim = malloc(sizeof(double) * V);
-	enum cpu_level top = cpu_detect();
+	enum cpu_level top = cpu_level_env(NULL);
 
 	engine(&m, ids, n, 1, 1, 64, top, a8);
 	engine(&m, ids, n, 0, 1, 64, top, fl);
@@ -297,8 +297,8 @@ static void check_float_refused(void)
 
 int main(void)
 {
-	printf("act8: %s%s\n", cpu_level_name(cpu_detect()),
-	       quant_has_vnni() ? " + VNNI" : " (no VNNI: the scalar reference throughout)");
+	printf("act8: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
+	       quant_q8a_vnni(cpu_level_env(NULL)) ? " + VNNI" : " (no VNNI: the scalar reference throughout)");
 	struct qscheme int8 = { .type = WT_Q8 },
 		       int4e = { .type = WT_Q4, .group_size = 32, .embeddings = true };
 	check_case("data/shakespeare-tiny", "tests/golden/shakespeare-tiny/citizen.json", &int8, 1);

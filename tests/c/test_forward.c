@@ -177,7 +177,7 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 	}
 	struct forward f;
 	struct forward_opts fo = { .threads = 1, .ctx = 1024, .gemm = gemm_mode,
-				   .level = cpu_detect(), .trace = on_trace };
+				   .level = cpu_level_env(NULL), .trace = on_trace };
 	if (forward_init(&f, &m, &fo, &e) < 0) {
 		fprintf(stderr, "forward_init: %s\n", e.msg);
 		exit(1);
@@ -187,6 +187,8 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 	char path[512];
 	snprintf(path, sizeof path, "%s/index.json", golden_dir);
 	cJSON *index = load_json(path);
+	/* an empty or unreadable index would check nothing */
+	CHECK(cJSON_GetArraySize(index) > 0, "%s: no golden cases", path);
 	const cJSON *it;
 	cJSON_ArrayForEach(it, index) {
 		const char *name = cJSON_GetObjectItem(it, "case")->valuestring;
@@ -239,7 +241,10 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 				break;
 			}
 			if (i + 1 < ng) {
-				forward_eval(&f, &tok, 1, 0, keep_last, &r, &e);
+				if (forward_eval(&f, &tok, 1, 0, keep_last, &r, &e) < 0) {
+					CHECK(0, "%s: greedy step %d: %s", name, i + 1, e.msg);
+					break;
+				}
 				tok = argmax(r.last, V);
 			}
 		}
@@ -258,6 +263,23 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 	model_free(&m);
 }
 
+/* How far two chunkings may differ when the matrix products go through
+ * OpenBLAS. Our kernels sum in one canonical order whatever the chunking
+ * (bitwise below), but OpenBLAS picks its kernel and blocking by the shape
+ * of the product (a one-row gemm is not a slice of a 33-row one) and by the
+ * CPU (OPENBLAS_CORETYPE: Prescott, Haswell, SkylakeX, Cooperlake each sum
+ * in another order). A dot product of length K in float32 is within
+ * gamma_K * sum |a_i b_i| of the exact one in any order (gamma_K = K u /
+ * (1 - K u), u = 2^-24), so two orders are within twice that: for the
+ * K of qwen-shapes (256 and 704) 3e-5 to 8e-5 of sum |a_i b_i| per product,
+ * before the errors of earlier layers propagate through the next ones; a
+ * bound of 1e-5 on logits near 10 is tighter than float32 allows (a
+ * Cooperlake machine misses it). No order is the right one, so the bound is
+ * the one every float32 evaluation of the model is held to against
+ * transformers' (itself another order): 1e-4 on the logits, which is also
+ * the engine's stated cache-vs-uncached agreement. */
+#define REORDER_TOL 1e-4
+
 /* The same ids five ways: one call, one at a time, prompt then decode, two
  * halves, ragged chunks; and through a batch smaller than the prompt. The
  * one-call logits are also checked against transformers' (golden). */
@@ -266,16 +288,19 @@ static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
 {
 	int V = m->cfg.vocab_size;
 	struct forward f, fb;
-	init(&f, m, 1, cpu_detect(), 0);
-	init(&fb, m, 1, cpu_detect(), 5);
+	init(&f, m, 1, cpu_level_env(NULL), 0);
+	init(&fb, m, 1, cpu_level_env(NULL), 5);
 	float *ref = malloc(sizeof(float) * V), *got = malloc(sizeof(float) * V);
-	int ones[64], prompt[64], halves[2] = { n / 2, n - n / 2 }, ragged[64];
+	/* Sized by n: any golden case fits. "Prompt then decode" needs a
+	 * prompt of at least one id before its four single steps. */
+	CHECK(n >= 5, "%s: %d ids, too few for a prompt and four decode steps", what, n);
+	if (n < 5)
+		return;
+	int *ones = malloc(sizeof(int) * (size_t)n), *ragged = malloc(sizeof(int) * (size_t)n);
+	int prompt[5] = { n - 4, 1, 1, 1, 1 }, halves[2] = { n / 2, n - n / 2 };
 	int nr = 0, left = n;
 	for (int i = 0; i < n; i++)
 		ones[i] = 1;
-	prompt[0] = n - 4;
-	for (int i = 1; i <= 4; i++)
-		prompt[i] = 1;
 	for (int s = 3; left > 0; s = s % 4 + 1) {
 		ragged[nr] = s < left ? s : left;
 		left -= ragged[nr++];
@@ -295,37 +320,43 @@ static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
 		      ways[w].name, work, n);
 		double d = check_max_abs(ref, got, V, NULL);
 		worst = fmax(worst, d);
-		CHECK(bitwise ? d == 0 : d < 1e-5, "%s, %s: logits differ by %g", what,
+		CHECK(bitwise ? d == 0 : d < REORDER_TOL, "%s, %s: logits differ by %g", what,
 		      ways[w].name, d);
 	}
 	work = run_chunks(&fb, ids, &n, 1, got);
 	double d = check_max_abs(ref, got, V, NULL);
 	worst = fmax(worst, d);
-	CHECK(bitwise ? d == 0 : d < 1e-5, "%s, batch of 5: logits differ by %g", what, d);
+	CHECK(bitwise ? d == 0 : d < REORDER_TOL, "%s, batch of 5: logits differ by %g", what, d);
 	CHECK(work == n && fb.head_rows == 1, "%s, batch of 5: %ld positions, %ld "
 	      "LM-head rows", what, work, fb.head_rows);
 	printf("%s: chunkings differ by at most %g; transformers by %.3g\n", what,
 	       worst, dg);
 	free(ref);
 	free(got);
+	free(ones);
+	free(ragged);
 	forward_free(&f);
 	forward_free(&fb);
 }
 
-/* The same ids with another thread count or kernel level: bitwise. */
-static void same_bits(const struct model *m, const int *ids, int n, int threads,
-		      enum cpu_level level, const char *what)
+/* The same ids with another thread count or kernel level: bitwise, or
+ * within tol when tol > 0. */
+static void same_logits(const struct model *m, const int *ids, int n, int threads,
+			enum cpu_level level, double tol, const char *what)
 {
 	int V = m->cfg.vocab_size;
 	struct forward a, b;
-	init(&a, m, 1, cpu_detect(), 0);
+	init(&a, m, 1, cpu_level_env(NULL), 0);
 	init(&b, m, threads, level, 0);
 	float *x = malloc(sizeof(float) * V), *y = malloc(sizeof(float) * V);
 	int split[2] = { n - 1, 1 };  /* a prefill and a decode step */
 	run_chunks(&a, ids, split, 2, x);
 	run_chunks(&b, ids, split, 2, y);
 	double d = check_max_abs(x, y, V, NULL);
-	CHECK(memcmp(x, y, sizeof(float) * V) == 0, "%s: logits differ (by %g)", what, d);
+	if (tol > 0)
+		CHECK(d < tol, "%s: logits differ by %g", what, d);
+	else
+		CHECK(memcmp(x, y, sizeof(float) * V) == 0, "%s: logits differ (by %g)", what, d);
 	free(x);
 	free(y);
 	forward_free(&a);
@@ -364,16 +395,21 @@ int main(void)
 	}
 	chunkings(&m, ids, n, 1, last, "qwen-shapes bf16");
 	chunkings(&m32, ids, n, 1, last, "qwen-shapes f32");
-	same_bits(&m, ids, n, 2, cpu_detect(), "qwen-shapes bf16, 2 threads");
-	same_bits(&m32, ids, n, 2, cpu_detect(), "qwen-shapes f32, 2 threads");
+	same_logits(&m, ids, n, 2, cpu_level_env(NULL), 0, "qwen-shapes bf16, 2 threads");
+	same_logits(&m32, ids, n, 2, cpu_level_env(NULL), 0, "qwen-shapes f32, 2 threads");
 	gemm_mode = FWD_GEMM_BLAS;
 	chunkings(&m32, ids, n, 0, last, "qwen-shapes f32, OpenBLAS");
-	same_bits(&m32, ids, n, 2, cpu_detect(), "qwen-shapes f32, OpenBLAS, 2 threads");
+	/* Not bitwise: each thread's sgemm gets its own slice of rows, and
+	 * the bits OpenBLAS gives a row depend on where it falls in the slice
+	 * (its blocking and edge kernels), on every core type: with Haswell's
+	 * and Zen's kernels a split in two changes the logits. */
+	same_logits(&m32, ids, n, 2, cpu_level_env(NULL), REORDER_TOL,
+		    "qwen-shapes f32, OpenBLAS, 2 threads");
 	gemm_mode = FWD_GEMM_OWN;
-	same_bits(&m, ids, n, 1, CPU_SCALAR, "qwen-shapes bf16, scalar kernels");
-	same_bits(&m, ids, n, 2, CPU_SCALAR, "qwen-shapes bf16, scalar, 2 threads");
-	if (cpu_detect() > CPU_AVX2)
-		same_bits(&m, ids, n, 2, CPU_AVX2, "qwen-shapes bf16, avx2, 2 threads");
+	same_logits(&m, ids, n, 1, CPU_SCALAR, 0, "qwen-shapes bf16, scalar kernels");
+	same_logits(&m, ids, n, 2, CPU_SCALAR, 0, "qwen-shapes bf16, scalar, 2 threads");
+	if (cpu_level_env(NULL) > CPU_AVX2)
+		same_logits(&m, ids, n, 2, CPU_AVX2, 0, "qwen-shapes bf16, avx2, 2 threads");
 	model_free(&m32);
 	model_free(&m);
 
@@ -382,8 +418,8 @@ int main(void)
 		return 1;
 	}
 	chunkings(&m, tids, nt, 1, tlast, "shakespeare-tiny bf16");
-	same_bits(&m, tids, nt, 2, cpu_detect(), "shakespeare-tiny, 2 threads");
-	same_bits(&m, tids, 4, 1, CPU_SCALAR, "shakespeare-tiny, scalar kernels");
+	same_logits(&m, tids, nt, 2, cpu_level_env(NULL), 0, "shakespeare-tiny, 2 threads");
+	same_logits(&m, tids, 4, 1, CPU_SCALAR, 0, "shakespeare-tiny, scalar kernels");
 	model_free(&m);
 	free(ids);
 	free(tids);

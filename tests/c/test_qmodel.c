@@ -42,7 +42,7 @@ static int argmax(const float *v, int n)
 static void run(const struct model *m, const int *ids, int n, float *all, int *greedy)
 {
 	struct forward f;
-	struct forward_opts o = { .threads = 1, .ctx = n + 64, .level = cpu_detect() };
+	struct forward_opts o = { .threads = 1, .ctx = n + 64, .level = cpu_level_env(NULL) };
 	struct err e;
 	if (forward_init(&f, m, &o, &e) < 0) {
 		fprintf(stderr, "forward_init: %s\n", e.msg);

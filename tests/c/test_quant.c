@@ -220,7 +220,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		e = et > e ? et : e;
 	}
 	CHECK(e < 1e-5, "%s scalar %dx%d g%d: rel err %g", tn, rows, cols, group, e);
-	for (int lv = CPU_SCALAR; lv <= (int)cpu_detect(); lv++) {
+	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++) {
 		const char *in = cpu_level_name((enum cpu_level)lv);
 		quant_matmul((enum cpu_level)lv, &m.w, y, ldy, 0, rows, x, cols, 5);
 		int same = 1;
@@ -254,7 +254,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 	truth(&m.w, x, want, mag);
 	double eq = rel_err(yr, want, mag, rows);
 	CHECK(eq < 2e-2, "%s int8-act reference %dx%d: rel err %g vs float", tn, rows, cols, eq);
-	if (quant_has_vnni()) {
+	if (quant_q8a_vnni(cpu_level_env(NULL))) {
 		quant_matvec_q8a(1, &m.w, &a, y, 0, rows);
 		CHECK(!memcmp(y, yr, sizeof(float) * rows),
 		      "%s int8-act vnni %dx%d g%d: not bitwise equal to the reference",
@@ -293,8 +293,8 @@ static void test_q8a_closed_form(void)
 
 int main(void)
 {
-	printf("quant: SIMD here: %s%s\n", cpu_level_name(cpu_detect()),
-	       quant_has_vnni() ? " + VNNI" : "");
+	printf("quant: SIMD here: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
+	       quant_q8a_vnni(cpu_level_env(NULL)) ? " + VNNI" : "");
 	test_q8_closed_form();
 	test_q4_closed_form();
 	test_q4_beats_rtn();
