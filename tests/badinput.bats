@@ -381,7 +381,7 @@ config_dir() {
 		esac
 		# every process ends
 		for _ in $(seq 300); do kill -0 "$group" 2>/dev/null || break; sleep 0.1; done
-		! kill -0 "$group" 2>/dev/null
+		if kill -0 "$group" 2>/dev/null; then false; fi  # (a bare "! cmd" never fails)
 		[ -z "${CATALOGUE_LOG:-}" ] || printf '%s\t%s\n' 0 "pipeline, signal to $victim" >>"$CATALOGUE_LOG"
 		[ -z "$(ls -A "$T/tmp")" ] || { ls -laR "$T/tmp" >&2; false; }
 	done

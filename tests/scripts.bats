@@ -21,9 +21,11 @@ greedy_text() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json" | tok de
 }
 
 @test "generate: each flag reaches the tool whose table has it, anywhere on the line; - reads the prompt" {
-	# --ctx 16 with a 3-token prompt leaves room for 14 tokens, and says so.
+	# --ctx 16 with a 3-token prompt leaves room for 14 tokens, and says so;
+	# re-encoding may merge some, so 1..14 ids (a bare "at most 14" would
+	# pass on no output at all).
 	run --separate-stderr -0 bash -c "printf 'ROMEO:' | '$GEN' '$TINY' - --ctx 16 --threads 1 --greedy --ignore-eos -n 100 | tok encode | wc -l"
-	[ "$output" -le 14 ]
+	[ "$output" -ge 1 ] && [ "$output" -le 14 ]
 	[ "$stderr" = "sample: warning: the context is full (16 positions; forward --ctx sets it): generation stopped" ]
 	# Without -n, at most 200 tokens.
 	run --separate-stderr -0 "$GEN" "$TINY" "ROMEO:" --seed 5 -v

@@ -120,8 +120,10 @@ forward: $((n * (n + 1) / 2)) positions computed"
 	assert_output --regexp '^viz: wrote page.html \(6 tokens, seed 3\)$'
 	# Only the template's own <script> elements, no reference to anything outside.
 	[ "$(grep -o '<script' page.html | wc -l)" = 2 ]
-	! grep -q 'pwned=1</script>' page.html
-	! grep -Eq 'src=|href=|https?:|url\(' page.html
+	# (run -1: a bare "! grep" never fails a bats test; 2 would be an error)
+	run -1 grep -q 'pwned=1</script>' page.html
+	# (the SVG namespace URI names, it is never fetched)
+	run -1 grep -Eq 'src=|href=|https?:|url\(' <(sed 's#"http://www.w3.org/2000/svg"##' page.html)
 	# The data: the prompt back intact, the traces' numbers.
 	sed -n '/<script id="data"/,/<\/script>/p' page.html | sed '1d;$d' > data.json
 	run -0 jq -r .prompt data.json
