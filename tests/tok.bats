@@ -110,6 +110,20 @@ setup() {
 	[ "$stderr" = "tok: /nonexistent: No such file or directory" ]
 }
 
+@test "--tokenizer takes a container: its embedded tokenizer.json, no other file" {
+	container_without_hi
+	Q8=$BATS_TEST_TMPDIR/m.q8
+	run -0 bash -c "printf hi | tok encode --tokenizer '$Q8' | paste -sd,"
+	[ "$output" = 71,72 ]
+	run -0 bash -c "printf hi | QWENPIPE_TOKENIZER='$Q8' tok encode | paste -sd,"
+	[ "$output" = 71,72 ]
+	run -0 bash -c "echo 71 72 | tok decode --tokenizer '$Q8'"
+	[ "$output" = hi ]
+	# it carries no chat template, and says so
+	run --separate-stderr -1 tok chat --user hi --tokenizer "$Q8"
+	[ "$stderr" = "tok: $Q8: a container carries no tokenizer_config.json, so no chat template (give --tokenizer the model directory it was made from)" ]
+}
+
 # refuses SED_SCRIPT MESSAGE: the bundled tokenizer.json edited by sed is
 # refused by tok encode with exit 1 and "tok: FILE: MESSAGE".
 refuses() {
@@ -134,7 +148,7 @@ refuses() {
 	refuses 's/"!": 0,/"!": 999999,/' \
 		"ids run to 999999, but there are only 151665 tokens (at most half the ids may be unused)"
 	# cut after line 37,000, in the middle of the vocabulary
-	refuses '37000q' "model.vocab: line 37001: unexpected end of file"
+	refuses '37000q' "not valid JSON (line 37001, column 1): unexpected end of text, expected a string key"
 }
 
 @test "merges written as [\"a\", \"b\"] pairs give the same ids as \"a b\" strings" {
@@ -190,7 +204,7 @@ refuses() {
 	run --separate-stderr -2 tok encode --count --json
 	[ "${stderr%%$'\n'*}" = "tok: --json: only one of --pieces, --count, --json, --text" ]
 	run --separate-stderr -2 tok encode --tokenizer
-	[ "${stderr%%$'\n'*}" = "tok: --tokenizer: needs a value" ]
+	[ "${stderr%%$'\n'*}" = "tok: --tokenizer: missing value" ]
 	[[ "$stderr" == *"usage: tok encode"* ]]
 	run -0 tok --help
 	[[ "$output" == "usage: tok encode"* ]]

@@ -21,13 +21,14 @@ static int get_int(const cJSON *root, const char *key, long min, long max,
 	if (!v)
 		return required ? err_set(e, "%s: missing", key) : 0;
 	char buf[64];
-	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+	int64_t i;
+	if (json_integer(v, &i) < 0)
 		return err_set(e, "%s: expected an integer, got %s", key,
 			       json_print_scalar(buf, sizeof buf, v));
-	if (v->valuedouble < (double)min || v->valuedouble > (double)max)
+	if (i < min || i > max)
 		return err_set(e, "%s: %s is out of range [%ld, %ld]", key,
 			       json_print_scalar(buf, sizeof buf, v), min, max);
-	*out = (int)v->valuedouble;
+	*out = (int)i;
 	return 0;
 }
 
@@ -93,28 +94,20 @@ static int get_eos(const cJSON *root, long max, int *n, int *ids, struct err *e)
 	int i = 0;
 	for (const cJSON *x = v->child; x; x = x->next, i++) {
 		char buf[64];
-		if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
-		    x->valuedouble < 0 || x->valuedouble > (double)max)
+		int64_t id;
+		if (json_integer(x, &id) < 0 || id < 0 || id > max)
 			return err_set(e, "%s: %s is not an id in [0, %ld]", key,
 				       json_print_scalar(buf, sizeof buf, x), max);
-		ids[i] = (int)x->valuedouble;
+		ids[i] = (int)id;
 	}
 	*n = k;
 	return 0;
 }
 
-/* Parses text (NUL at text[len]) into a JSON object with unique keys. */
+/* Parses json[0..len) into a JSON object with unique keys. */
 static int parse_object(cJSON **root, const char *json, size_t len, struct err *e)
 {
-	char *text = malloc(len + 1);
-	if (!text)
-		return err_set(e, "out of memory");
-	if (len)
-		memcpy(text, json, len);
-	text[len] = 0;
-	int rc = json_parse_text(root, text, len, NULL, e);
-	free(text);
-	if (rc < 0)
+	if (json_parse_text(root, json, len, NULL, e) < 0)
 		return -1;
 	if (!cJSON_IsObject(*root)) {
 		cJSON_Delete(*root);

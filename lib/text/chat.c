@@ -22,10 +22,11 @@ int chat_check(const char *config_path, struct err *e)
 	struct mapfile m;
 	if (mapfile_open(&m, config_path, e) < 0)
 		return -1;
-	cJSON *j = cJSON_ParseWithLength((const char *)m.data, m.size);
+	cJSON *j;
+	int bad = json_parse_text(&j, (const char *)m.data, m.size, config_path, e);
 	mapfile_close(&m);
-	if (!j)
-		return err_set(e, "%s: not valid JSON", config_path);
+	if (bad)
+		return -1;
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
 	int rc = !cJSON_IsString(t) ? err_set(e, "%s: no chat_template", config_path) :
 		 chat_check_template(t->valuestring, strlen(t->valuestring), config_path, e);
@@ -62,18 +63,8 @@ static int known_role(const char *r)
 int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count,
 	       struct err *e)
 {
-	/* the whole text is one JSON value (nothing after it), NUL-terminated
-	 * as json_parse_text wants */
-	char *text = malloc(n + 1);
-	if (!text)
-		return err_set(e, "out of memory");
-	if (n)
-		memcpy(text, json, n);
-	text[n] = 0;
 	cJSON *j;
-	int bad = json_parse_text(&j, text, n, NULL, e);
-	free(text);
-	if (bad)
+	if (json_parse_text(&j, json, n, NULL, e) < 0)
 		return -1;
 	int rc = -1;
 	size_t k = 0, cap = (size_t)cJSON_GetArraySize(j);

@@ -550,9 +550,9 @@ static cJSON *cjson_value(struct jr *r, const char *name)
 		err_prefix(r->e, name);
 		return NULL;
 	}
-	cJSON *v = cJSON_ParseWithLength(at, (size_t)(r->p - at));
-	if (!v)
-		err_set(r->e, "%s: not valid JSON", name);
+	cJSON *v;
+	if (json_parse_text(&v, at, (size_t)(r->p - at), name, r->e) < 0)
+		return NULL;
 	return v;
 }
 
@@ -710,9 +710,9 @@ static int load_added(struct load *L)
 		const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "content");
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
 		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "special");
-		if (!cJSON_IsString(c) || !c->valuestring[0] || !cJSON_IsNumber(id) ||
-		    id->valuedouble < 0 || id->valuedouble >= INT32_MAX - 1 ||
-		    id->valuedouble != (double)(int32_t)id->valuedouble)
+		int64_t idv;
+		if (!cJSON_IsString(c) || !c->valuestring[0] || json_integer(id, &idv) < 0 ||
+		    idv < 0 || idv >= INT32_MAX - 1)
 			return err_set(e, "added_tokens[%zu]: needs a content and a whole id", i);
 		static const char *const off[] = { "single_word", "lstrip", "rstrip", "normalized" };
 		for (size_t k = 0; k < 4; k++) {
@@ -727,7 +727,7 @@ static int load_added(struct load *L)
 		memcpy(o, c->valuestring, ad->len);
 		ad->text = o;
 		o += ad->len;
-		ad->id = (int32_t)id->valuedouble;
+		ad->id = (int32_t)idv;
 		ad->special = cJSON_IsTrue(sp);
 		t->first_byte[ad->text[0]] = 1;
 		if (ad->id >= t->n_ids)
@@ -951,6 +951,10 @@ struct tokenizer *tok_parse(const unsigned char *data, size_t size, const char *
 		err_set(e, "empty file");
 		goto prefix;
 	}
+	/* The whole text is strict JSON first (the one validator,
+	 * lib/core/jsonutil.h); the reader below then takes what it uses. */
+	if (json_validate((const char *)data, size, NULL, e) < 0)
+		goto prefix;
 	if (parse_top(&L) < 0 || check_components(&L) < 0 || load_added(&L) < 0 ||
 	    parse_vocab(&L) < 0 || check_added_ids(&L) < 0 || parse_merges(&L) < 0 ||
 	    set_byte_tokens(&L) < 0 ||

@@ -116,6 +116,15 @@ static void test_errors(void)
 		  "is odd (RoPE rotates pairs)" },
 		{ "vocab_size", "0", "c.json: vocab_size: 0 is out of range [1, 2147483647]" },
 		{ "vocab_size", "1.5", "c.json: vocab_size: expected an integer, got 1.5" },
+		/* an integer is read as written: 100.0 and 1e2 are not integers
+		 * (transformers' json reader gives a float, and so refuses them) */
+		{ "vocab_size", "100.0", "c.json: vocab_size: expected an integer, got 100.0" },
+		{ "vocab_size", "1e2", "c.json: vocab_size: expected an integer, got 1e2" },
+		{ "num_hidden_layers", "2.0", "c.json: num_hidden_layers: expected an integer, got 2.0" },
+		{ "vocab_size", "99999999999999999999", "c.json: vocab_size: 99999999999999999999 "
+		  "is out of range [1, 2147483647]" },
+		{ "eos_token_id", "[1.0]", "c.json: eos_token_id: 1.0 is not an id in [0, 99]" },
+		{ "eos_token_id", "2.0", "c.json: eos_token_id: expected an integer, got 2.0" },
 		{ "vocab_size", "\"100\"", "c.json: vocab_size: expected an integer, got '100'" },
 		{ "rms_norm_eps", "0", "c.json: rms_norm_eps: 0 is out of range (0, 1]" },
 		/* found by fuzz_config: a manifest of 2.4e9 tensors */
@@ -133,10 +142,14 @@ static void test_errors(void)
 
 	struct model_config c;
 	const char *bad[][2] = {
-		{ "{\"a\": 1,\n \"b\" 2}", "c.json: not valid JSON (line 2, column 6)" },
+		{ "{\"a\": 1,\n \"b\" 2}", "c.json: not valid JSON (line 2, column 6): "
+		  "unexpected '2', expected ':' after a key" },
 		{ "[1]", "c.json: not a JSON object" },
 		{ "{\"x\": 1, \"x\": 2}", "c.json: 'x': duplicate key" },
-		{ "", "c.json: not valid JSON (line 1, column 1)" },
+		{ "", "c.json: not valid JSON (line 1, column 1): unexpected end of text, "
+		  "expected a JSON value" },
+		{ "{\"model_type\": \"qw\nen2\"}", "c.json: not valid JSON (line 1, column 19): "
+		  "raw control character 0x0a in a string" },
 	};
 	expect_msgs(bad, sizeof bad / sizeof bad[0], &c, parse_model);
 
@@ -146,6 +159,9 @@ static void test_errors(void)
 		{ "{\"top_p\": 0}", "c.json: top_p: 0 is out of range (0, 1]" },
 		{ "{\"top_k\": -1}", "c.json: top_k: -1 is out of range [0, 2147483647]" },
 		{ "{\"temperature\": \"hot\"}", "c.json: temperature: expected a number, got 'hot'" },
+		{ "{\"top_k\": 40.0}", "c.json: top_k: expected an integer, got 40.0" },
+		{ "{\"top_k\": 1e400}", "c.json: not valid JSON (line 1, column 11): number "
+		  "out of range" },
 	};
 	expect_msgs(gbad, sizeof gbad / sizeof gbad[0], &g, parse_gen);
 }
