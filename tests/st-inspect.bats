@@ -109,7 +109,7 @@ inf           0"
 	run -2 st-inspect --frobnicate "$TINY"
 	assert_line "st-inspect: unknown option '--frobnicate'"
 	run -2 st-inspect --tensor
-	assert_line "st-inspect: --tensor: needs a value"
+	assert_line "st-inspect: --tensor: missing value"
 	run -2 st-inspect --check --tensor x "$TINY"
 	assert_line "st-inspect: --tensor, --check and --manifest are exclusive"
 }
@@ -135,13 +135,13 @@ checked 3 tensors, 8 values: 1 NaN, 1 Inf"
 	rejects seven-bytes "7 bytes: too short for the 8-byte header length"
 }
 @test "a header length larger than the file is refused" {
-	rejects header-too-long "header length 100 is larger than the 2 bytes after it"
+	rejects header-too-long "header length 100 is larger than the 2 bytes after it (a truncated file?)"
 }
 @test "a header length of 2^63 is refused" {
-	rejects header-2p63 "header length 9223372036854775808 is larger than the 2 bytes after it"
+	rejects header-2p63 "header length 9223372036854775808 is larger than the format's limit (100000000 bytes)"
 }
 @test "a header that is not JSON is refused" {
-	rejects not-json "header: not valid JSON (line 1, column 7)"
+	rejects not-json "header: not valid JSON (line 1, column 7): unexpected 'n', expected a JSON value"
 }
 @test "a header that is not a JSON object is refused" {
 	rejects not-object "header: not a JSON object"
@@ -183,7 +183,68 @@ checked 3 tensors, 8 values: 1 NaN, 1 Inf"
 	rejects duplicate-name "tensor 'a': duplicate name"
 }
 @test "a tensor name that is not valid UTF-8 is refused, escaped" {
-	rejects bad-utf8-name "tensor 'a\\xff': name is not valid UTF-8"
+	rejects bad-utf8-name "header: not valid JSON (line 1, column 4): byte 0xff is not valid UTF-8"
+}
+
+# The header is strict JSON (RFC 8259), as the reference reader wants it
+# (lib/core/jsonutil.h); integers are read as written.
+@test "a raw control character or NUL in a tensor name is refused" {
+	rejects raw-newline-name "header: not valid JSON (line 1, column 4): raw control character 0x0a in a string"
+	rejects raw-nul-name "header: not valid JSON (line 1, column 4): raw control character 0x00 in a string"
+	rejects escaped-nul-name "header: not valid JSON (line 1, column 4): \\u0000 in a string (C strings cannot hold NUL)"
+}
+@test "a lone surrogate, an overlong or surrogate UTF-8 sequence in a name is refused" {
+	rejects lone-surrogate-name "header: not valid JSON (line 1, column 4): lone surrogate \\uD800"
+	rejects overlong-utf8-name "header: not valid JSON (line 1, column 4): overlong UTF-8 sequence"
+	rejects surrogate-utf8-name "header: not valid JSON (line 1, column 4): UTF-8 encoded surrogate U+D800"
+}
+@test "offsets and dimensions written as floats or exponents are refused" {
+	rejects float-offsets "tensor 'a': data_offsets: not a pair of non-negative integers"
+	rejects float-shape "tensor 'a': shape: dimension 1.0 is not a non-negative integer"
+	rejects exponent-shape "tensor 'a': shape: dimension 1e0 is not a non-negative integer"
+}
+@test "numbers outside JSON's grammar or a double's range are refused" {
+	rejects leading-zero-shape "header: not valid JSON (line 1, column 30): invalid number"
+	rejects huge-number "header: not valid JSON (line 1, column 51): number out of range"
+}
+@test "trailing bytes, single quotes and deep nesting in the header are refused" {
+	rejects trailing-garbage "header: not valid JSON (line 1, column 56): unexpected 'x', expected nothing after the JSON value"
+	rejects single-quotes "header: not valid JSON (line 1, column 2): unexpected \"'\", expected a string key"
+	rejects deep-metadata "header: not valid JSON (line 1, column 144): nested deeper than 128"
+}
+@test "a text file is not a safetensors file; a header past the format's limit is refused" {
+	rejects text "not a safetensors file (no JSON header after the 8-byte length)"
+	rejects header-over-limit "header length 100000001 is larger than the format's limit (100000000 bytes)"
+}
+@test "packed F4 elements that do not fill whole bytes are refused" {
+	rejects f4-odd "tensor 'a': shape: 3 elements of F4 do not fill whole bytes"
+}
+
+@test "every dtype of the format is listed, and the 8- and 4-bit floats decoded" {
+	run -0 st-inspect --list "$M/all-dtypes.safetensors"
+	assert_line --regexp '^tensors +20$'
+	for d in BOOL U8 I8 F8_E5M2 F8_E4M3 F8_E8M0 I16 U16 F16 BF16 I32 U32 F32 C64 F64 I64 U64 F6_E2M3 F6_E3M2 F4; do
+		assert_line --regexp "^$d +$d +\\["
+	done
+	# every byte is 0x38 = 0 0111 000: E4M3 (bias 7) 1.0; E5M2 0 01110 00
+	# (bias 15) 0.5; E8M0 2^(56 - 127); F4 (E2M1) nibbles 1000 = -0 and
+	# 0011 = 1.5
+	run -0 st-inspect --json --tensor F8_E4M3 "$M/all-dtypes.safetensors"
+	[ "$(jq -c '[.min, .max, .nan, .inf]' <<<"$output")" = "[1,1,0,0]" ]
+	run -0 st-inspect --json --tensor F8_E5M2 "$M/all-dtypes.safetensors"
+	[ "$(jq -c '[.min, .max]' <<<"$output")" = "[0.5,0.5]" ]
+	run -0 st-inspect --json --tensor F8_E8M0 "$M/all-dtypes.safetensors"
+	[ "$(jq '.min == pow(2; -71)' <<<"$output")" = true ]
+	run -0 st-inspect --json --tensor F4 "$M/all-dtypes.safetensors"
+	[ "$(jq -c '[.parameters, .min, .max, .mean]' <<<"$output")" = "[2,-0,1.5,0.75]" ]
+	# F6 (bit order left open by the format) and C64 are listed, not decoded
+	run -0 st-inspect --tensor F6_E2M3 "$M/all-dtypes.safetensors"
+	assert_line --regexp '^values +not decoded \(F6_E2M3\)$'
+	run -0 st-inspect --json --tensor C64 "$M/all-dtypes.safetensors"
+	[ "$(jq -c '[.parameters, .bytes, .min, .nan]' <<<"$output")" = "[2,16,null,null]" ]
+	run -0 st-inspect --check "$M/all-dtypes.safetensors"
+	assert_line "checked 17 tensors, 34 values: 0 NaN, 0 Inf"
+	assert_line "not checked: 3 tensors whose dtype is not decoded (F6_E2M3, F6_E3M2, C64)"
 }
 
 @test "a model directory whose config misses a key is refused, naming file and key" {

@@ -10,19 +10,23 @@
 #include "core/jsonutil.h"
 
 #include <cJSON.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const struct {
 	const char *name;
-	size_t size;
+	unsigned bits;
 } dtypes[ST_NDTYPES] = {
-	[ST_F64] = { "F64", 8 },  [ST_F32] = { "F32", 4 },
-	[ST_F16] = { "F16", 2 },  [ST_BF16] = { "BF16", 2 },
-	[ST_I64] = { "I64", 8 },  [ST_I32] = { "I32", 4 },
-	[ST_I16] = { "I16", 2 },  [ST_I8] = { "I8", 1 },
-	[ST_U8] = { "U8", 1 },    [ST_BOOL] = { "BOOL", 1 },
+	[ST_F64] = { "F64", 64 },  [ST_F32] = { "F32", 32 },
+	[ST_F16] = { "F16", 16 },  [ST_BF16] = { "BF16", 16 },
+	[ST_I64] = { "I64", 64 },  [ST_I32] = { "I32", 32 },
+	[ST_I16] = { "I16", 16 },  [ST_I8] = { "I8", 8 },
+	[ST_U8] = { "U8", 8 },     [ST_BOOL] = { "BOOL", 8 },
+	[ST_U64] = { "U64", 64 },  [ST_U32] = { "U32", 32 },
+	[ST_U16] = { "U16", 16 },  [ST_F8_E4M3] = { "F8_E4M3", 8 },
+	[ST_F8_E5M2] = { "F8_E5M2", 8 }, [ST_F8_E8M0] = { "F8_E8M0", 8 },
+	[ST_F6_E2M3] = { "F6_E2M3", 6 }, [ST_F6_E3M2] = { "F6_E3M2", 6 },
+	[ST_F4] = { "F4", 4 },     [ST_C64] = { "C64", 64 },
 };
 
 const char *st_dtype_name(enum st_dtype t)
@@ -30,9 +34,14 @@ const char *st_dtype_name(enum st_dtype t)
 	return (unsigned)t < ST_NDTYPES ? dtypes[t].name : "?";
 }
 
+unsigned st_dtype_bits(enum st_dtype t)
+{
+	return (unsigned)t < ST_NDTYPES ? dtypes[t].bits : 0;
+}
+
 size_t st_dtype_size(enum st_dtype t)
 {
-	return (unsigned)t < ST_NDTYPES ? dtypes[t].size : 0;
+	return (st_dtype_bits(t) + 7) / 8;
 }
 
 int st_dtype_parse(const char *s, enum st_dtype *t)
@@ -62,17 +71,15 @@ static void free_parts(struct st_file *f)
 	f->ntensors = f->nmeta = 0;
 }
 
-/* Reads a JSON number that must be a whole number in [0, 2^53] (every such
- * integer is exact in a double; offsets and dims beyond it cannot be
- * trusted). */
-static int get_u53(const cJSON *v, uint64_t *out)
+/* A non-negative integer written as one ("24", not "24.0": the reference
+ * reader wants an integer there), read exactly from its literal; one past
+ * INT64_MAX is refused (no file is that large). */
+static int get_u63(const cJSON *v, uint64_t *out)
 {
-	if (!cJSON_IsNumber(v))
+	int64_t i;
+	if (json_integer(v, &i) < 0 || i < 0 || i == INT64_MAX)
 		return -1;
-	double d = v->valuedouble;
-	if (!(d >= 0 && d <= 9007199254740992.0) || d != floor(d))
-		return -1;
-	*out = (uint64_t)d;
+	*out = (uint64_t)i;
 	return 0;
 }
 
@@ -152,7 +159,7 @@ static int parse_tensor(struct st_tensor *t, const cJSON *v, uint64_t data_size,
 	t->nelem = 1;
 	for (const cJSON *d = sh->child; d; d = d->next) {
 		uint64_t dim;
-		if (get_u53(d, &dim) < 0) {
+		if (get_u63(d, &dim) < 0) {
 			char buf[64];
 			json_print_scalar(buf, sizeof buf, d);
 			return err_set(e, "tensor %s: shape: dimension %s is not a "
@@ -163,13 +170,17 @@ static int parse_tensor(struct st_tensor *t, const cJSON *v, uint64_t data_size,
 			return err_set(e, "tensor %s: shape: element count overflows "
 				       "64 bits", qn);
 	}
-	uint64_t nbytes;
-	if (__builtin_mul_overflow(t->nelem, (uint64_t)st_dtype_size(t->dtype), &nbytes))
+	uint64_t nbits, nbytes;
+	if (__builtin_mul_overflow(t->nelem, (uint64_t)st_dtype_bits(t->dtype), &nbits))
 		return err_set(e, "tensor %s: shape: byte count overflows 64 bits", qn);
+	if (nbits % 8)
+		return err_set(e, "tensor %s: shape: %llu elements of %s do not fill whole "
+			       "bytes", qn, (unsigned long long)t->nelem, st_dtype_name(t->dtype));
+	nbytes = nbits / 8;
 
 	if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 ||
-	    get_u53(off->child, &t->begin) < 0 ||
-	    get_u53(off->child->next, &t->end) < 0)
+	    get_u63(off->child, &t->begin) < 0 ||
+	    get_u63(off->child->next, &t->end) < 0)
 		return err_set(e, "tensor %s: data_offsets: not a pair of "
 			       "non-negative integers", qn);
 	if (t->begin > t->end)
@@ -240,26 +251,27 @@ static int parse_header(struct st_file *f, const unsigned char *buf, size_t size
 	uint64_t n = 0;
 	for (int i = 7; i >= 0; i--)
 		n = n << 8 | buf[i];
+	/* A length that cannot be right, with no '{' after it, is not a cut or
+	 * damaged safetensors file but another kind of file (a text file's
+	 * first 8 bytes make a huge "length"): that is said first. */
+	if ((n > ST_MAX_HEADER || n > size - 8) && size > 8 && buf[8] != '{')
+		return err_set(e, "not a safetensors file (no JSON header after the "
+			       "8-byte length)");
+	if (n > ST_MAX_HEADER)
+		return err_set(e, "header length %llu is larger than the format's limit "
+			       "(%d bytes)", (unsigned long long)n, ST_MAX_HEADER);
 	if (n > size - 8)
 		return err_set(e, "header length %llu is larger than the %zu bytes "
-			       "after it", (unsigned long long)n, size - 8);
+			       "after it (a truncated file?)", (unsigned long long)n, size - 8);
 	f->header_len = n;
 	f->data_offset = 8 + n;
 	uint64_t data_size = size - f->data_offset;
 
-	/* A NUL-terminated copy: cJSON is given exactly the header's bytes,
-	 * and a NUL inside them is reported, not silently cut. */
-	char *text = malloc((size_t)n + 1);
-	if (!text)
-		return err_set(e, "out of memory");
-	memcpy(text, buf + 8, (size_t)n);
-	text[n] = 0;
+	/* Exactly the header's bytes; a NUL inside them is reported, not
+	 * silently cut. */
 	cJSON *root = NULL;
-	if (json_parse_text(&root, text, (size_t)n, "header", e) < 0) {
-		free(text);
+	if (json_parse_text(&root, (const char *)buf + 8, (size_t)n, "header", e) < 0)
 		return -1;
-	}
-	free(text);
 
 	int rc = -1;
 	if (!cJSON_IsObject(root)) {

@@ -6,10 +6,13 @@
  * relative to the start of the data section, plus an optional
  * "__metadata__" object of string values.
  *
- * Nothing is trusted before it is checked: the header length against the
- * file size, the JSON, every key's type, every dtype, every dimension
+ * Nothing is trusted before it is checked: the first bytes (a length that
+ * cannot be right, with no '{' after it: "not a safetensors file"), the header length
+ * against the file size and the reference reader's limit, the JSON
+ * (strict RFC 8259, lib/core/jsonutil.h; shape and offsets are integers
+ * as written, "24.0" is refused), every key's type, every dtype, every dimension
  * (non-negative, product without 64-bit overflow), every offset pair
- * (ordered, inside the data section, length == product x dtype size), the
+ * (ordered, inside the data section, length == product x dtype bits / 8), the
  * tensors together (no overlaps, no holes, the data section fully covered),
  * names (valid UTF-8, no duplicates). Tensor data is never read by
  * st_open: views point into the mapping.
@@ -29,12 +32,20 @@
 #include "core/err.h"
 #include "core/mapfile.h"
 
+/* Every dtype of the format (HuggingFace safetensors 0.6): F8_E4M3 is
+ * OCP's E4M3FN, F8_E8M0 an exponent alone (MX scales), F6_E2M3, F6_E3M2
+ * and F4 (E2M1) the packed MX element types, C64 a pair of F32. */
 enum st_dtype {
 	ST_F64, ST_F32, ST_F16, ST_BF16, ST_I64, ST_I32, ST_I16, ST_I8, ST_U8,
-	ST_BOOL, ST_NDTYPES
+	ST_BOOL, ST_U64, ST_U32, ST_U16, ST_F8_E4M3, ST_F8_E5M2, ST_F8_E8M0,
+	ST_F6_E2M3, ST_F6_E3M2, ST_F4, ST_C64, ST_NDTYPES
 };
 
 #define ST_MAX_DIMS 8
+
+/* The largest header the reference reader (HuggingFace's safetensors)
+ * accepts; a larger one is refused here too. */
+#define ST_MAX_HEADER 100000000
 
 struct st_tensor {
 	char *name;            /* NUL-terminated, valid UTF-8 */
@@ -74,7 +85,14 @@ const struct st_tensor *st_find(const struct st_file *f, const char *name);
 /* "BF16" etc. as in the header ("?" when t is out of range). */
 const char *st_dtype_name(enum st_dtype t);
 
-/* Bytes per element (0 when t is out of range). */
+/* Bits per element: 4 (F4), 6 (F6_*), else a multiple of 8; 0 when t is
+ * out of range. Sub-byte elements are packed, so a tensor of them must
+ * fill whole bytes (elements x bits a multiple of 8), as the reference
+ * reader requires. */
+unsigned st_dtype_bits(enum st_dtype t);
+
+/* Bytes per element, rounded up (1 for the packed F4 and F6_*): the
+ * alignment a reader of whole elements needs; 0 when t is out of range. */
 size_t st_dtype_size(enum st_dtype t);
 
 /* The dtype named s ("BF16"), 0; or -1 when s names none. */

@@ -91,7 +91,7 @@ static int st_sane(const struct st_file *f, const unsigned char *buf, size_t n)
 			elems *= (uint64_t)t->shape[d];
 		}
 		if (t->begin != pos || t->end < t->begin || t->end > data_size ||
-		    elems != t->nelem || t->end - t->begin != elems * st_dtype_size(t->dtype) ||
+		    elems != t->nelem || (t->end - t->begin) * 8 != elems * st_dtype_bits(t->dtype) ||
 		    (const unsigned char *)t->data != buf + f->data_offset + t->begin ||
 		    !utf8_valid(t->name))
 			return 0;

@@ -24,7 +24,7 @@ static void check_tiling(const struct st_file *f)
 	for (int i = 0; i < f->ntensors; i++) {
 		const struct st_tensor *t = &f->tensors[i];
 		ok &= t->begin == pos;
-		ok &= t->end - t->begin == t->nelem * st_dtype_size(t->dtype);
+		ok &= (t->end - t->begin) * 8 == t->nelem * st_dtype_bits(t->dtype);
 		ok &= (const unsigned char *)t->data ==
 		      f->map.data + f->data_offset + t->begin;
 		pos = t->end;

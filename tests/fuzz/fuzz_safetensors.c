@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < f.ntensors; i++) {
 		const struct st_tensor *t = &f.tensors[i];
 		FUZZ_CHECK(t->begin == pos && t->end >= t->begin);
-		FUZZ_CHECK(t->end - t->begin == t->nelem * st_dtype_size(t->dtype));
+		FUZZ_CHECK((t->end - t->begin) * 8 == t->nelem * st_dtype_bits(t->dtype));
 		FUZZ_CHECK(t->ndim >= 0 && t->ndim <= ST_MAX_DIMS);
 		FUZZ_CHECK((const uint8_t *)t->data == data + f.data_offset + t->begin);
 		if (t->end > t->begin) /* the first and last bytes are readable */

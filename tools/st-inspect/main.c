@@ -187,14 +187,17 @@ static int cmd_manifest(const char *arg)
 
 static void tensor_list_text(const struct source *s)
 {
-	int w = 0;
+	int w = 0, wd = 4;  /* name and dtype columns ("F8_E4M3" is wider than "BF16") */
 	char sb[MTENSOR_SHAPE_STR], b[32];
-	for (int i = 0; i < s->n; i++)
+	for (int i = 0; i < s->n; i++) {
 		if ((int)strlen(s->t[i].name) > w)
 			w = (int)strlen(s->t[i].name);
+		if ((int)strlen(s->t[i].dtype) > wd)
+			wd = (int)strlen(s->t[i].dtype);
+	}
 	printf("\n");
 	for (int i = 0; i < s->n; i++)
-		printf("%-*s  %-4s  %-16s  %s\n", w, s->t[i].name, s->t[i].dtype,
+		printf("%-*s  %-*s  %-16s  %s\n", w, s->t[i].name, wd, s->t[i].dtype,
 		       mtensor_shape_str(&s->tensors.t[i], sb), commas(s->t[i].offset, b));
 }
 
@@ -395,8 +398,10 @@ static int cmd_tensor(const struct source *s, const char *name)
 		cJSON_AddItemToObject(o, "max", stat_json(&st, st.max));
 		cJSON_AddItemToObject(o, "mean", stat_json(&st, st.mean));
 		cJSON_AddItemToObject(o, "mean_abs", stat_json(&st, st.mean_abs));
-		cJSON_AddNumberToObject(o, "nan", (double)st.n_nan);
-		cJSON_AddNumberToObject(o, "inf", (double)st.n_inf);
+		cJSON_AddItemToObject(o, "nan", st.decoded ? cJSON_CreateNumber((double)st.n_nan)
+				      : cJSON_CreateNull());
+		cJSON_AddItemToObject(o, "inf", st.decoded ? cJSON_CreateNumber((double)st.n_inf)
+				      : cJSON_CreateNull());
 		emit_json(o);
 		return EXIT_OK;
 	}
@@ -413,6 +418,10 @@ static int cmd_tensor(const struct source *s, const char *name)
 		printf("%-13s %.9g\n", "mean", st.mean);
 		printf("%-13s %.9g\n", "mean |x|", st.mean_abs);
 	}
+	if (!st.decoded) {
+		printf("%-13s not decoded (%s)\n", "values", s->t[i].dtype);
+		return EXIT_OK;
+	}
 	printf("%-13s %" PRIu64 "\n", "nan", st.n_nan);
 	printf("%-13s %" PRIu64 "\n", "inf", st.n_inf);
 	return EXIT_OK;
@@ -421,7 +430,7 @@ static int cmd_tensor(const struct source *s, const char *name)
 static int cmd_check(const struct source *s)
 {
 	uint64_t values = 0, nan = 0, inf = 0;
-	int bad = 0;
+	int bad = 0, undecoded = 0;
 	cJSON *o = NULL, *list = NULL;
 	if (json_out) {
 		o = cJSON_CreateObject();
@@ -433,6 +442,10 @@ static int cmd_check(const struct source *s)
 		struct err e;
 		if (s->stats(s, i, &st, &e) < 0)
 			cli_die_err(&e);
+		if (!st.decoded) {
+			undecoded++;
+			continue;
+		}
 		values += st.n;
 		nan += st.n_nan;
 		inf += st.n_inf;
@@ -452,7 +465,8 @@ static int cmd_check(const struct source *s)
 	}
 	char b[32];
 	if (json_out) {
-		cJSON_AddNumberToObject(o, "tensors", s->n);
+		cJSON_AddNumberToObject(o, "tensors", s->n - undecoded);
+		cJSON_AddNumberToObject(o, "not_decoded", undecoded);
 		cJSON_AddNumberToObject(o, "values", (double)values);
 		cJSON_AddNumberToObject(o, "nan", (double)nan);
 		cJSON_AddNumberToObject(o, "inf", (double)inf);
@@ -460,7 +474,10 @@ static int cmd_check(const struct source *s)
 		emit_json(o);
 	} else {
 		printf("checked %d tensors, %s values: %" PRIu64 " NaN, %" PRIu64 " Inf\n",
-		       s->n, commas(values, b), nan, inf);
+		       s->n - undecoded, commas(values, b), nan, inf);
+		if (undecoded)
+			printf("not checked: %d tensor%s whose dtype is not decoded (F6_E2M3, "
+			       "F6_E3M2, C64)\n", undecoded, undecoded == 1 ? "" : "s");
 	}
 	if (bad) {
 		fflush(stdout);
