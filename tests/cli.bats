@@ -98,7 +98,7 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 	run -2 --separate-stderr forward -q
 	assert_equal "${stderr_lines[0]}" "forward: unknown option '-q'"
 	run -2 --separate-stderr forward "$TINY" -t
-	assert_equal "${stderr_lines[0]}" "forward: -t: needs a value"
+	assert_equal "${stderr_lines[0]}" "forward: --threads: missing value"
 	run -2 --separate-stderr sample --greedy=1
 	assert_equal "${stderr_lines[0]}" "sample: --greedy: takes no value"
 	[[ ${stderr_lines[1]} == "usage: sample "* ]]

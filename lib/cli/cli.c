@@ -312,6 +312,82 @@ static void print_options(const struct cli_opt *o)
 	}
 }
 
+/* The long option named by w[0..n) (after the "--"): an exact name, else
+ * the only one it abbreviates (aliases of one flag count once); *n_match
+ * counts the flags it could name. */
+static const struct option *long_named(const char *w, size_t n, int *n_match)
+{
+	const struct option *hit = NULL;
+	*n_match = 0;
+	for (const struct option *lo = longopts; lo->name; lo++) {
+		if (strncmp(lo->name, w, n) != 0)
+			continue;
+		if (strlen(lo->name) == n) {
+			*n_match = 1;
+			return lo;
+		}
+		if (!hit || hit->val != lo->val)
+			++*n_match;
+		hit = hit ? hit : lo;
+	}
+	return *n_match == 1 ? hit : NULL;
+}
+
+/* The first (primary) long name of flag id, or NULL. */
+static const struct option *long_of(int id)
+{
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == id)
+			return lo;
+	return NULL;
+}
+
+/* The usage error for what getopt_long refused: c is ':' (a flag without
+ * its value) or '?', w the word it was reading (argv[optind - 1]). A
+ * missing value names the flag by its long form whatever was typed (-c,
+ * --ctx, --ct): "--ctx: missing value". After a short flag in a bundle
+ * ("-vx") optind may still point past an earlier word, so w is trusted as
+ * the culprit only when it is a long flag that optopt agrees with (optopt
+ * is 0 for an unknown or ambiguous long flag, else the flag's id). */
+static _Noreturn void bad_option(int c, const char *w)
+{
+	int n_match = 0, is_long = w && w[0] == '-' && w[1] == '-' && w[2];
+	const struct option *o = NULL;
+	size_t n = 0;
+	if (is_long) {
+		n = strcspn(w + 2, "=");
+		o = long_named(w + 2, n, &n_match);
+		if (optopt && (!o || o->val != optopt))
+			is_long = 0;
+	}
+	if (c == ':') {
+		o = long_of(is_long && o ? o->val : optopt);
+		if (o)
+			cli_die_usage("--%s: missing value", o->name);
+		cli_die_usage("-%c: missing value", optopt);
+	}
+	if (!is_long) {
+		if (optopt > 0 && optopt < CLI_LONG)
+			cli_die_usage("unknown option '-%c'", optopt);
+		cli_die_usage("unknown option '%s'", w ? w : "?");
+	}
+	if (o && w[2 + n] == '=' && o->has_arg == no_argument)
+		cli_die_usage("--%s: takes no value", long_of(o->val)->name);
+	if (n_match > 1) {
+		char list[256] = "";
+		size_t k = 0;
+		int last = -1;
+		for (const struct option *p = longopts; p->name && k + 40 < sizeof list; p++)
+			if (strncmp(p->name, w + 2, n) == 0 && p->val != last) {
+				k += (size_t)snprintf(list + k, sizeof list - k, "%s--%s",
+						      k ? ", " : "", p->name);
+				last = p->val;
+			}
+		cli_die_usage("option '%.*s' is ambiguous (%s)", (int)(n + 2), w, list);
+	}
+	cli_die_usage("unknown option '%.*s'", (int)(n + 2), w);
+}
+
 int cli_getopt(int argc, char **argv, const char **val)
 {
 	if (!shortopts[0]) {
@@ -333,15 +409,8 @@ int cli_getopt(int argc, char **argv, const char **val)
 		print_options(builtin);
 		cli_exit(EXIT_OK);
 	case ':':
-		if (optopt && optopt < CLI_LONG && strncmp(arg, "--", 2))
-			cli_die_usage("-%c: needs a value", optopt);
-		cli_die_usage("%s: needs a value", arg);
 	case '?':
-		if (!strncmp(arg, "--", 2) && strchr(arg, '=') && optopt)
-			cli_die_usage("%.*s: takes no value", (int)strcspn(arg, "="), arg);
-		if (optopt && optopt < CLI_LONG && strncmp(arg, "--", 2))
-			cli_die_usage("unknown option '-%c'", optopt);
-		cli_die_usage("unknown option '%s'", arg);
+		bad_option(c, arg);
 	}
 	return c;
 }

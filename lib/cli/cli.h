@@ -72,8 +72,12 @@ void cli_init(const struct cli_spec *spec);
  * mixed, "--" ends the flags). Returns the next flag's id, with its value
  * in *val (NULL for a switch), or -1 when no flag is left; the operands
  * are then argv[optind..argc-1]. An unknown flag or a missing value is a
- * usage error; --help, --version and --options print to stdout and exit 0:
- * --options prints one line per flag, "--long TAB value|switch TAB other
+ * usage error, worded alike in every tool: "prog: --ctx: missing value"
+ * (the flag's first long name, whether -c, --ctx or --ct was typed),
+ * "prog: unknown option '--frob'" (or '-x'), "prog: --greedy: takes no
+ * value", "prog: option '--t' is ambiguous (--temperature, --top-k)".
+ * --help, --version and --options print to stdout and exit 0: --options
+ * prints one line per flag, "--long TAB value|switch TAB other
  * spellings" (space-separated, "-" for none), for scripts that route flags
  * to the tool that takes them. */
 int cli_getopt(int argc, char **argv, const char **val);
