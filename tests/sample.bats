@@ -35,7 +35,7 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 	run -2 sample -x </dev/null
 	assert_line --index 0 "sample: unknown option '-x'"
 	run -2 sample --seed </dev/null
-	assert_line --index 0 "sample: --seed: needs a value"
+	assert_line --index 0 "sample: --seed: missing value"
 	run -2 sample extra </dev/null
 	assert_line --index 0 "sample: unexpected argument 'extra'"
 	run -2 sample --logprobs 3 </dev/null
@@ -56,4 +56,24 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 @test "a terminal on stdin is refused instead of waiting for binary" {
 	run -2 script -qec "'$BIN/sample'" /dev/null
 	assert_line --index 0 --partial "sample: <stdin> is a terminal: expected a logits stream (forward MODEL | sample)"
+}
+
+@test "--logprobs writes valid JSON: a token of logit -inf (probability 0) has logprob null" {
+	# vocabulary 8 (tests/fuzz/make-corpus.sh): logits 2, 1, then -inf for
+	# the masked ids 2..7
+	S=$ROOT/tests/fuzz/corpus/stream
+	{
+		head -c 4240 "$S/score-last"
+		printf 'FRME\x00\x00\x00\x00\x01\x00\x00\x00\x03\x00\x00\x00'
+		printf '\x00\x00\x00\x40\x00\x00\x80\x3f'
+		for _ in 1 2 3 4 5 6; do printf '\x00\x00\x80\xff'; done
+	} >"$BATS_TEST_TMPDIR/masked"
+	lp=$BATS_TEST_TMPDIR/lp.jsonl
+	run -0 sample --greedy --ignore-eos --logprobs 4 --logprobs-file "$lp" <"$BATS_TEST_TMPDIR/masked"
+	assert_output 0
+	# jq parses it (it refuses -inf and nan); log p(0) = 2 - log(e^2 + e^1)
+	# and log p(1) = log p(0) - 1 (9 significant digits written)
+	run -0 jq -c '[.id, .top[2].logprob, .top[3].logprob, (.logprob + (1 + (-1 | exp) | log) | fabs < 1e-6),
+		(.top[1].logprob - .top[0].logprob + 1 | fabs < 1e-6), .after]' "$lp"
+	assert_output '[0,null,null,true,true,[{"id":0,"p":1}]]'
 }

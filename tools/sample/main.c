@@ -26,6 +26,7 @@
  */
 #include "cli/cli.h"
 #include "core/timing.h"
+#include "core/jsonutil.h"
 #include "format/feedback.h"
 #include "core/rng.h"
 #include "sample/sampler.h"
@@ -210,23 +211,30 @@ static _Noreturn void die_of_sigint(void)
 /* One JSON line: the chosen token and the K most probable, with their
  * log-probabilities under the model (before the chain); how many tokens the
  * chain kept and the K most probable of them, with their probabilities
- * after it (what the draw used). */
+ * after it (what the draw used). A log-probability that is not finite (a
+ * token whose logit is -inf has probability 0) is written null: JSON has
+ * no -inf or NaN. */
 static void lp_write(struct sampler *s, const struct stream_frame *fr, int id,
 		     int k, struct sampler_cand *top)
 {
 	double lse = sampler_logsumexp(s, fr->logits);
-	fprintf(lp, "{\"pos\": %d, \"id\": %d, \"logprob\": %.9g, \"top\": [",
-		fr->pos + 1, id, fr->logits[id] - lse);
+	fprintf(lp, "{\"pos\": %d, \"id\": %d, \"logprob\": ", fr->pos + 1, id);
+	json_write_float(lp, fr->logits[id] - lse);
+	fputs(", \"top\": [", lp);
 	sampler_top(s, fr->logits, k, top);
-	for (int i = 0; i < k; i++)
-		fprintf(lp, "%s{\"id\": %d, \"logprob\": %.9g}", i ? ", " : "",
-			top[i].id, top[i].x - lse);
+	for (int i = 0; i < k; i++) {
+		fprintf(lp, "%s{\"id\": %d, \"logprob\": ", i ? ", " : "", top[i].id);
+		json_write_float(lp, top[i].x - lse);
+		fputc('}', lp);
+	}
 	int n_after = sampler_kept_top(s, k, top), n_kept;
 	sampler_kept(s, &n_kept);
 	fprintf(lp, "], \"kept\": %d, \"after\": [", n_kept);
-	for (int i = 0; i < n_after; i++)
-		fprintf(lp, "%s{\"id\": %d, \"p\": %.9g}", i ? ", " : "", top[i].id,
-			top[i].p);
+	for (int i = 0; i < n_after; i++) {
+		fprintf(lp, "%s{\"id\": %d, \"p\": ", i ? ", " : "", top[i].id);
+		json_write_float(lp, top[i].p);
+		fputc('}', lp);
+	}
 	fputs("]}\n", lp);
 }
 
