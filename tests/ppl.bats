@@ -144,3 +144,12 @@ first8() {
 		"\(.[1]) \($p[.[1]] | isinfinite or isnan | not) \($r != 0) \(($r | fabs) < 5e-4)"' <<<"$output"
 	assert_output "$(printf 'int8+a8 true true true\nint4+embed+a8 true true true')"
 }
+
+@test "a container's text is tokenized with the tokenizer it embeds, not the bundled one" {
+	container_without_hi  # test_helper.bash: "hi" is 2 tokens in it
+	printf 'hi hi hi hi hi hi hi' >"$BATS_TEST_TMPDIR/t.txt"
+	want=$(tok encode --tokenizer "$BATS_TEST_TMPDIR/m.q8" <"$BATS_TEST_TMPDIR/t.txt" | wc -l)
+	[ "$want" -ne "$(tok encode <"$BATS_TEST_TMPDIR/t.txt" | wc -l)" ]  # the test can tell
+	run --separate-stderr -0 ppl "$BATS_TEST_TMPDIR/m.q8" --text "$BATS_TEST_TMPDIR/t.txt" --chunk 4 --json
+	[ "$(jq .tokens <<<"$output")" = "$want" ]
+}

@@ -26,3 +26,15 @@ tmpdir_empty() {
 	run ls -A "$TMPDIR"
 	assert_output ""
 }
+
+# A container of the tiny model whose tokenizer.json lacks the merge "h i"
+# (so "hi" is 2 tokens, not 6023), with no model directory beside it: what
+# tok reads is the copy the container embeds (lib/format/modelfile.h).
+container_without_hi() {
+	C=$BATS_TEST_TMPDIR/m
+	mkdir -p "$C"
+	cp "$TINY/config.json" "$TINY/generation_config.json" "$TINY/model.safetensors" "$C/"
+	sed '/^      "h i",$/d' "$TINY/tokenizer.json" >"$C/tokenizer.json"
+	quantize "$C" -o "$BATS_TEST_TMPDIR/m.q8" --level int8 2>/dev/null
+	rm -r "$C"
+}

@@ -2,7 +2,7 @@
  *
  * One self-describing, versioned, mmap-able file holds everything a model
  * directory holds: config.json, generation_config.json and tokenizer.json
- * are embedded verbatim (so `forward model.q8` and `tok --model model.q8`
+ * are embedded verbatim (so `forward model.q8` and `tok --tokenizer model.q8`
  * need no other file, and the container cannot drift from the tokenizer it
  * was made with; the 7 MB tokenizer is ~1.4% of an int8 Qwen2.5-0.5B), then
  * every tensor, quantized or not, with its scales.

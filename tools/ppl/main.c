@@ -24,6 +24,7 @@
 #include "model/qmodel.h"
 #include "kernels/quant.h"
 #include "text/tokenizer.h"
+#include "format/modelfile.h"
 
 #include <cJSON.h>
 #include <inttypes.h>
@@ -154,10 +155,16 @@ static int *read_ids(const char *path, long *n)
 	return ids;
 }
 
+/* The text's ids under the tokenizer.json of tok_path: a file, a model
+ * directory, or a container (its embedded copy, lib/format/modelfile.h). */
 static int *tokenize(const char *text_path, const char *tok_path, long *n)
 {
 	struct err e;
-	struct tokenizer *t = tok_load(tok_path, &e);
+	struct model_file f;
+	if (model_file_open(&f, tok_path, "tokenizer.json", &e) < 0)
+		cli_die_err(&e);
+	struct tokenizer *t = tok_parse(f.data, f.size, f.name, &e);
+	model_file_close(&f);
 	if (!t)
 		cli_die_err(&e);
 	size_t len;
@@ -357,8 +364,9 @@ int main(int argc, char **argv)
 		if (!text && !(text = datadir_find(BUNDLED_TEXT, tp, sizeof tp)))
 			cli_die("the bundled text (data/%s) is not next to this executable; "
 			    "give one with --text", BUNDLED_TEXT);
-		/* the model's tokenizer.json, else the bundled one */
-		const char *tok = resolved && access(where.tokenizer, R_OK) == 0
+		/* a container's own tokenizer (it embeds one), else the model's
+		 * tokenizer.json, else the bundled one */
+		const char *tok = container ? model : resolved && access(where.tokenizer, R_OK) == 0
 			? where.tokenizer : NULL;
 		if (!tok && !(tok = datadir_find(BUNDLED_TOKENIZER, kp, sizeof kp)))
 			cli_die("no tokenizer.json beside %s, and the bundled one is not next to "

@@ -265,9 +265,14 @@ int main(int argc, char **argv)
 	struct modelpath mf;
 	if (modelpath_resolve(&mf, argv[optind], &e) < 0)
 		cli_die_err(&e);
+	if (mf.kind == MODELPATH_CONTAINER)
+		cli_die("%s: already a quantized container (quantize reads a safetensors "
+			"model: a directory or its model.safetensors)", argv[optind]);
 	struct st_file st;
 	struct model_config cfg;
-	if (config_load(&cfg, mf.config, &e) < 0 || st_open(&st, mf.weights, &e) < 0)
+	/* the weights first: given something that is not a model, say so,
+	 * rather than that no config.json is beside it */
+	if (st_open(&st, mf.weights, &e) < 0 || config_load(&cfg, mf.config, &e) < 0)
 		cli_die_err(&e);
 	struct mapfile gen, tok;
 	map_optional(&gen, mf.gen);

@@ -6,8 +6,9 @@
  *   tok chat               messages (JSON on stdin, or --system/--user) -> ids
  *
  * The tokenizer: --tokenizer PATH (a tokenizer.json, a model directory, or
- * a GGUF file: its tokenizer.ggml.* arrays and chat template), else
- * $QWENPIPE_TOKENIZER, else the bundled
+ * a GGUF file: its tokenizer.ggml.* arrays and chat template, or a
+ * container, whose embedded copy is read), else $QWENPIPE_TOKENIZER, else
+ * the bundled
  * data/qwen2.5-0.5b-instruct/tokenizer.json, found from where the tok
  * executable is (see default_tokenizer), so it works from anywhere.
  */
@@ -21,6 +22,8 @@
 #include "core/slurp.h"
 #include "format/modelpath.h"
 #include "text/tokenizer.h"
+#include "format/modelfile.h"
+#include "format/qfile.h"
 #include "core/utf8.h"
 
 #include <errno.h>
@@ -37,9 +40,9 @@ enum { OPT_TOKENIZER = CLI_LONG, OPT_NO_SPECIAL, OPT_SKIP_SPECIAL, OPT_PIECES,
 
 static const struct cli_opt opts[] = {
 	{ 0, "FILE", NULL, "encode, decode: the input ('-' or none: stdin)" },
-	{ OPT_TOKENIZER, "tokenizer", "PATH", "a tokenizer.json, a model directory or a GGUF\n"
-	  "file (default: $QWENPIPE_TOKENIZER, else the\n"
-	  "bundled Qwen2.5 one)" },
+	{ OPT_TOKENIZER, "tokenizer", "PATH", "a tokenizer.json, a model directory, a GGUF\n"
+	  "file or a container (its embedded copy; default:\n"
+	  "$QWENPIPE_TOKENIZER, else the bundled Qwen2.5 one)" },
 	{ OPT_NO_SPECIAL, "no-special", NULL, "encode: special tokens in the text are plain text" },
 	{ OPT_SKIP_SPECIAL, "skip-special", NULL, "decode: leave special tokens out of the text" },
 	{ OPT_STOP, "stop", "TEXT", "decode: end before the first TEXT, and exit (which\n"
@@ -143,7 +146,9 @@ static void check_template(const char *tp)
 		cli_die_err(&e);
 }
 
-static struct tokenizer *load(const struct opts *o)
+/* Where the tokenizer comes from: --tokenizer, the environment, or the
+ * bundled one. */
+static const char *tokenizer_path(const struct opts *o)
 {
 	const char *path = o->tokenizer;
 	if (!path)
@@ -156,11 +161,25 @@ static struct tokenizer *load(const struct opts *o)
 			ENV_TOKENIZER);
 		exit(EXIT_FAIL);
 	}
+	return path;
+}
+
+/* The tokenizer.json of a file, a model directory or a container (the copy
+ * it embeds: lib/format/modelfile.h). */
+static struct tokenizer *load(const struct opts *o)
+{
 	struct err e;
-	struct modelpath mp;  /* a model directory: its tokenizer.json */
-	if (path_is_dir(path) && modelpath_resolve(&mp, path, &e) == 0)
-		path = mp.tokenizer;
-	struct tokenizer *t = gguf_sniff(path) ? load_gguf(path, &e) : tok_load(path, &e);
+	const char *path = tokenizer_path(o);
+	struct tokenizer *t;
+	if (gguf_sniff(path)) {
+		t = load_gguf(path, &e);
+	} else {
+		struct model_file f;
+		if (model_file_open(&f, path, "tokenizer.json", &e) < 0)
+			cli_die_err(&e);
+		t = tok_parse(f.data, f.size, f.name, &e);
+		model_file_close(&f);
+	}
 	if (!t)
 		cli_die_err(&e);
 	return t;
@@ -429,6 +448,11 @@ static int cmd_decode(const struct opts *o)
 
 static int cmd_chat(const struct opts *o)
 {
+	/* the template shipped beside tokenizer.json must be the one we
+	 * render; a container carries none */
+	if (qfile_sniff(tokenizer_path(o)))
+		cli_die("%s: a container carries no tokenizer_config.json, so no chat template "
+		    "(give --tokenizer the model directory it was made from)", tokenizer_path(o));
 	struct tokenizer *t = load(o);
 	struct err e;
 	check_template(tok_path(t));
