@@ -35,6 +35,8 @@ bad() {
 setup_file() {
 	# a container of qwen-shapes, and its size
 	quantize "$SHAPES" -o "$BATS_FILE_TMPDIR/s.q8" --level int8 2>/dev/null
+	# the malformed safetensors files (tests/fixtures/make-malformed.sh)
+	"$FIXTURES/make-malformed.sh" "$BATS_FILE_TMPDIR/mal" >/dev/null
 }
 
 # A model directory M (in the test's scratch) with qwen-shapes' weights and
@@ -61,9 +63,9 @@ config_dir() {
 	cut 4
 	bad 1 "forward: $F: 4 bytes: too short for the 8-byte header length" "echo 1 | forward '$M' --score"
 	cut 8
-	bad 1 "forward: $F: header length $n is larger than the 0 bytes after it" "echo 1 | forward '$M' --score"
+	bad 1 "forward: $F: header length $n is larger than the 0 bytes after it (a truncated file?)" "echo 1 | forward '$M' --score"
 	cut $((8 + n / 2))
-	bad 1 "forward: $F: header length $n is larger than the 1428 bytes after it" "echo 1 | forward '$M' --score"
+	bad 1 "forward: $F: header length $n is larger than the 1428 bytes after it (a truncated file?)" "echo 1 | forward '$M' --score"
 	cut $((8 + n))
 	bad 1 "forward: $F: tensor 'lm_head.weight': data_offsets: end 2097152 is past the end of the data section (0 bytes)" \
 		"echo 1 | forward '$M' --score"
@@ -145,11 +147,109 @@ config_dir() {
 	bad 1 "forward: $M/config.json: model_type: 'llama' is not supported (only 'qwen2')" \
 		"echo 1 | forward '$M' --score"
 	printf '{' >"$M/config.json"
-	bad 1 "forward: $M/config.json: not valid JSON (line 1, column 1)" "echo 1 | forward '$M' --score"
+	bad 1 "forward: $M/config.json: not valid JSON (line 1, column 2): unexpected end of text, expected a string key" "echo 1 | forward '$M' --score"
 	printf 'not a model' >"$BATS_TEST_TMPDIR/garbage.bin"
-	n=$(head -c 8 "$BATS_TEST_TMPDIR/garbage.bin" | od -An -tu8 | tr -d ' ')
-	bad 1 "forward: $BATS_TEST_TMPDIR/garbage.bin: header length $n is larger than the 3 bytes after it" \
+	bad 1 "forward: $BATS_TEST_TMPDIR/garbage.bin: not a safetensors file (no JSON header after the 8-byte length)" \
 		"echo 1 | forward '$BATS_TEST_TMPDIR/garbage.bin' --score"
+}
+
+# Every JSON text a tool reads goes through one strict RFC 8259 validator
+# (lib/core/jsonutil.h), and integers are read as written: each class of
+# malformed text below, in each kind of file, is refused with the line,
+# column and reason.
+@test "safetensors headers: raw control characters, NUL, bad UTF-8, surrogates, bad numbers, floats for integers" {
+	X=$BATS_FILE_TMPDIR/mal
+	f() { echo "echo 1 | forward '$X/$1.safetensors' --score"; }
+	bad 1 "forward: $X/raw-newline-name.safetensors: header: not valid JSON (line 1, column 4): raw control character 0x0a in a string" "$(f raw-newline-name)"
+	bad 1 "forward: $X/raw-nul-name.safetensors: header: not valid JSON (line 1, column 4): raw control character 0x00 in a string" "$(f raw-nul-name)"
+	bad 1 "forward: $X/escaped-nul-name.safetensors: header: not valid JSON (line 1, column 4): \\u0000 in a string (C strings cannot hold NUL)" "$(f escaped-nul-name)"
+	bad 1 "forward: $X/lone-surrogate-name.safetensors: header: not valid JSON (line 1, column 4): lone surrogate \\uD800" "$(f lone-surrogate-name)"
+	bad 1 "forward: $X/bad-utf8-name.safetensors: header: not valid JSON (line 1, column 4): byte 0xff is not valid UTF-8" "$(f bad-utf8-name)"
+	bad 1 "forward: $X/overlong-utf8-name.safetensors: header: not valid JSON (line 1, column 4): overlong UTF-8 sequence" "$(f overlong-utf8-name)"
+	bad 1 "forward: $X/surrogate-utf8-name.safetensors: header: not valid JSON (line 1, column 4): UTF-8 encoded surrogate U+D800" "$(f surrogate-utf8-name)"
+	bad 1 "forward: $X/float-offsets.safetensors: tensor 'a': data_offsets: not a pair of non-negative integers" "$(f float-offsets)"
+	bad 1 "forward: $X/float-shape.safetensors: tensor 'a': shape: dimension 1.0 is not a non-negative integer" "$(f float-shape)"
+	bad 1 "forward: $X/exponent-shape.safetensors: tensor 'a': shape: dimension 1e0 is not a non-negative integer" "$(f exponent-shape)"
+	bad 1 "forward: $X/leading-zero-shape.safetensors: header: not valid JSON (line 1, column 30): invalid number" "$(f leading-zero-shape)"
+	bad 1 "forward: $X/huge-number.safetensors: header: not valid JSON (line 1, column 51): number out of range" "$(f huge-number)"
+	bad 1 "st-inspect: $X/trailing-garbage.safetensors: header: not valid JSON (line 1, column 56): unexpected 'x', expected nothing after the JSON value" \
+		"st-inspect '$X/trailing-garbage.safetensors'"
+	bad 1 "st-inspect: $X/single-quotes.safetensors: header: not valid JSON (line 1, column 2): unexpected \"'\", expected a string key" \
+		"st-inspect '$X/single-quotes.safetensors'"
+	bad 1 "quantize: $X/deep-metadata.safetensors: header: not valid JSON (line 1, column 144): nested deeper than 128" \
+		"quantize '$X/deep-metadata.safetensors' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	bad 1 "st-inspect: $X/f4-odd.safetensors: tensor 'a': shape: 3 elements of F4 do not fill whole bytes" "st-inspect '$X/f4-odd.safetensors'"
+	bad 1 "st-inspect: $X/header-over-limit.safetensors: header length 100000001 is larger than the format's limit (100000000 bytes)" \
+		"st-inspect '$X/header-over-limit.safetensors'"
+	[ ! -e "$BATS_TEST_TMPDIR/x.q8" ]
+}
+
+@test "a file that is not a model says so: text, a container given to quantize, a dtype forward lacks" {
+	X=$BATS_FILE_TMPDIR/mal
+	msg="$X/text.safetensors: not a safetensors file (no JSON header after the 8-byte length)"
+	bad 1 "forward: $msg" "echo 1 | forward '$X/text.safetensors' --score"
+	bad 1 "st-inspect: $msg" "st-inspect '$X/text.safetensors'"
+	bad 1 "quantize: $msg" "quantize '$X/text.safetensors' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	bad 1 "quantize: $ROOT/README.md: not a safetensors file (no JSON header after the 8-byte length)" \
+		"quantize '$ROOT/README.md' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	bad 1 "quantize: $BATS_FILE_TMPDIR/s.q8: already a quantized container (quantize reads a safetensors model: a directory or its model.safetensors)" \
+		"quantize '$BATS_FILE_TMPDIR/s.q8' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	mkdir "$BATS_TEST_TMPDIR/empty"
+	bad 1 "quantize: $BATS_TEST_TMPDIR/empty/model.safetensors: No such file or directory" \
+		"quantize '$BATS_TEST_TMPDIR/empty' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	[ ! -e "$BATS_TEST_TMPDIR/x.q8" ]
+	# a valid model file whose final norm is F8_E4M3: st-inspect reads it,
+	# forward names the dtype it lacks
+	M=$X/f8-norm
+	run -0 st-inspect --json --tensor model.norm.weight "$M"
+	[ "$(jq -c '[.dtype, .parameters, .bytes]' <<<"$output")" = '["F8_E4M3",256,256]' ]
+	bad 1 "forward: $M/model.safetensors: tensor 'model.norm.weight': dtype F8_E4M3 is not supported (BF16 or F32)" \
+		"echo 1 | forward '$M' --score"
+}
+
+@test "config.json and generation_config.json: the same classes, and integers as written" {
+	config_dir '.'
+	w() { printf "$1" >"$M/config.json"; }
+	w '{"model_type": "qw\x01en2"}'
+	bad 1 "forward: $M/config.json: not valid JSON (line 1, column 19): raw control character 0x01 in a string" "echo 1 | forward '$M' --score"
+	w '{"model_type": "\\ud800"}'
+	bad 1 "forward: $M/config.json: not valid JSON (line 1, column 17): lone surrogate \\uD800" "echo 1 | forward '$M' --score"
+	w '{"model_type": "\xff"}'
+	bad 1 "forward: $M/config.json: not valid JSON (line 1, column 17): byte 0xff is not valid UTF-8" "echo 1 | forward '$M' --score"
+	w '{"model_type": "qwen2\\u0000"}'
+	bad 1 "forward: $M/config.json: not valid JSON (line 1, column 22): \\u0000 in a string (C strings cannot hold NUL)" "echo 1 | forward '$M' --score"
+	jq . "$SHAPES/config.json" | sed 's/"num_hidden_layers": 2,/"num_hidden_layers": 2.0,/' >"$M/config.json"
+	bad 1 "forward: $M/config.json: num_hidden_layers: expected an integer, got 2.0" "echo 1 | forward '$M' --score"
+	jq . "$SHAPES/config.json" | sed 's/"vocab_size": 4096/"vocab_size": 4096e0/' >"$M/config.json"
+	bad 1 "quantize: $M/config.json: vocab_size: expected an integer, got 4096e0" "quantize '$M' -o '$M/x.q8' --level int8"
+	jq . "$SHAPES/config.json" | sed 's/"rope_theta": [0-9.]*/"rope_theta": 1e999/' >"$M/config.json"
+	bad 1 "forward: $M/config.json: not valid JSON (line 19, column 17): number out of range" "echo 1 | forward '$M' --score"
+	config_dir '.'
+	printf '{"top_k": 20.0}' >"$M/generation_config.json"
+	bad 1 "forward: $M/generation_config.json: top_k: expected an integer, got 20.0" "echo 1 | forward '$M' --score"
+	printf '{"eos_token_id": [1, 2.5]}' >"$M/generation_config.json"
+	bad 1 "forward: $M/generation_config.json: eos_token_id: 2.5 is not an id in [0, 2147483647]" "echo 1 | forward '$M' --score"
+	[ ! -e "$M/x.q8" ]
+}
+
+@test "tokenizer.json and tokenizer_config.json: the same classes" {
+	D=$BATS_TEST_TMPDIR/tk
+	mkdir -p "$D"
+	printf '{"model": {"type": "BPE", "vocab": {"a\tb": 0}}}' >"$D/tokenizer.json"
+	bad 1 "tok: $D/tokenizer.json: not valid JSON (line 1, column 39): raw control character 0x09 in a string" "echo hi | tok encode --tokenizer '$D'"
+	printf '{"model": {"type": "BPE", "vocab": {"\\udfff": 0}}}' >"$D/tokenizer.json"
+	bad 1 "tok: $D/tokenizer.json: not valid JSON (line 1, column 38): lone surrogate \\uDFFF" "echo hi | tok encode --tokenizer '$D'"
+	printf '{"model": {"type": "BPE", "vocab": {"a": 01}}}' >"$D/tokenizer.json"
+	bad 1 "tok: $D/tokenizer.json: not valid JSON (line 1, column 42): invalid number" "echo hi | tok encode --tokenizer '$D'"
+	sed '7s/"id": 151643,/"id": 151643.0,/' "$DATA/qwen2.5-0.5b-instruct/tokenizer.json" >"$D/tokenizer.json"
+	bad 1 "tok: $D/tokenizer.json: added_tokens[0]: needs a content and a whole id" "echo hi | tok encode --tokenizer '$D'"
+	ln -sf "$DATA/qwen2.5-0.5b-instruct/tokenizer.json" "$D/tokenizer.json"
+	printf '{"chat_template": "{{ m }}\x0b"}' >"$D/tokenizer_config.json"
+	bad 1 "tok: $D/tokenizer_config.json: not valid JSON (line 1, column 27): raw control character 0x0b in a string" \
+		"tok chat --user hi --tokenizer '$D'"
+	printf '{"chat_template": "\xc3"}' >"$D/tokenizer_config.json"
+	bad 1 "tok: $D/tokenizer_config.json: not valid JSON (line 1, column 20): byte 0xc3 is not valid UTF-8" \
+		"tok chat --user hi --tokenizer '$D'"
 }
 
 @test "a tokenizer whose vocabulary does not fit the model is caught at the first id" {
@@ -215,8 +315,18 @@ config_dir() {
 }
 
 @test "chat messages: not JSON, trailing data, not a list, a bad message" {
-	bad 1 "tok: <stdin>: not valid JSON (line 1, column 1)" "echo garbage | tok chat"
-	bad 1 "tok: <stdin>: not valid JSON (line 1, column 34)" "echo '[{\"role\":\"user\",\"content\":\"hi\"}] x' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 1): unexpected 'g', expected a JSON value" "echo garbage | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 34): unexpected 'x', expected nothing after the JSON value" "echo '[{\"role\":\"user\",\"content\":\"hi\"}] x' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 29): raw control character 0x0a in a string" \
+		"printf '[{\"role\":\"user\",\"content\":\"a\nb\"}]' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 28): lone surrogate \\uDC00" \
+		"printf '[{\"role\":\"user\",\"content\":\"\\\\udc00\"}]' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 28): byte 0xff is not valid UTF-8" \
+		"printf '[{\"role\":\"user\",\"content\":\"\xff\"}]' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 29): \\u0000 in a string (C strings cannot hold NUL)" \
+		"printf '[{\"role\":\"user\",\"content\":\"a\\\\u0000\"}]' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 2): unexpected \"'\", expected a JSON value" \
+		"echo \"['x']\" | tok chat"
 	bad 1 "tok: <stdin>: no messages" "echo '[]' | tok chat"
 	bad 1 "tok: <stdin>: expected a JSON array of messages" "echo '{}' | tok chat"
 	bad 1 "tok: <stdin>: messages[0]: content is not a string" "echo '[{\"role\":\"user\"}]' | tok chat"
@@ -271,6 +381,26 @@ config_dir() {
 	bad 2 "ppl: --max-chunks: -1 is out of range [1, 2147483647]" "$P --max-chunks -1"
 	bad 2 "ppl: --threads: 0 is out of range [1, 1024]" "$P --threads 0"
 	[ ! -e "$BATS_TEST_TMPDIR/q.q4" ]
+}
+
+@test "a flag without its value names the flag by its long form, in every tool" {
+	bad 2 "forward: --ctx: missing value" "forward '$TINY' --ctx"
+	bad 2 "forward: --ctx: missing value" "forward '$TINY' -c"
+	bad 2 "forward: --threads: missing value" "forward '$TINY' --threads"
+	bad 2 "forward: --threads: missing value" "forward '$TINY' -t"
+	bad 2 "sample: --seed: missing value" "sample --seed </dev/null"
+	bad 2 "sample: --temperature: missing value" "sample --temp </dev/null"
+	bad 2 "ppl: --chunk: missing value" "ppl '$TINY' --chunk"
+	bad 2 "quantize: --output: missing value" "quantize '$SHAPES' --level int8 -o"
+	bad 2 "st-inspect: --tensor: missing value" "st-inspect '$SHAPES' --tensor"
+	bad 2 "bench: --record: missing value" "bench --record"
+	bad 2 "tok: --tokenizer: missing value" "tok encode --tokenizer"
+	bad 2 "tok: --system: missing value" "tok chat --system"
+	# and the other misuses, worded alike
+	bad 2 "forward: unknown option '--frob'" "forward '$TINY' --frob"
+	bad 2 "forward: unknown option '-Z'" "forward '$TINY' -Z"
+	bad 2 "sample: --greedy: takes no value" "sample --greedy=1 </dev/null"
+	bad 2 "sample: option '--to' is ambiguous (--top-k, --top-p, --tokens)" "sample --to 3 </dev/null"
 }
 
 # ---- the system ----
