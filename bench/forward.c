@@ -10,8 +10,7 @@
  * (bench/harness/synthetic.h; never in the repository) and reused.
  *
  * For each configuration (bf16 through the mapping, bf16 copied into
- * anonymous memory, float32 widened; 1 and 2 threads; for float32 prefill
- * also OpenBLAS's own threads instead of the pool): decode, ms per token
+ * anonymous memory, float32 widened; 1 and 2 threads): decode, ms per token
  * (median and min of DECODE_STEPS steps after a warm-up) and prefill of 64
  * tokens (tokens/s, best and median of PREFILL_REPS). Bandwidth: a read-only
  * streaming sum over a 1 GiB buffer (bench/harness/membw.h; the L3 here is 260 MiB),
@@ -129,7 +128,7 @@ struct result {
 	size_t bytes_per_token;
 };
 
-static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gemm gemm,
+static void run(const char *dir, struct model_opts mo, int threads,
 		struct result *r)
 {
 	struct model m;
@@ -139,7 +138,7 @@ static void run(const char *dir, struct model_opts mo, int threads, enum fwd_gem
 	if (model_load(&m, dir, &mo, &e) < 0)
 		fail("%s", e.msg);
 	r->load_s = time_now() - t0;
-	struct forward_opts fo = { .threads = threads, .ctx = 256, .gemm = gemm,
+	struct forward_opts fo = { .threads = threads, .ctx = 256,
 				   .level = cpu_level_env(NULL) };
 	if (forward_init(&f, &m, &fo, &e) < 0)
 		fail("%s", e.msg);
@@ -196,32 +195,27 @@ int main(int argc, char **argv)
 	       "\"own_bf16_gflops\": %.1f, \"kernels\": \"%s\"}\n", date, commit, cpu, load,
 	       openblas_get_corename(), gf[0], gf[1], gf[2],
 	       cpu_level_name(cpu_level_env(NULL)));
-	struct { const char *weights; struct model_opts mo; enum fwd_gemm gemm; } cfgs[] = {
-		{ "bf16 copied", { 0, 0 }, FWD_GEMM_OWN },
-		{ "bf16 mapped", { 0, 1 }, FWD_GEMM_OWN },
-		{ "f32", { 1, 0 }, FWD_GEMM_OWN },
-		{ "f32, OpenBLAS per worker", { 1, 0 }, FWD_GEMM_BLAS },
-		{ "f32, OpenBLAS threads", { 1, 0 }, FWD_GEMM_BLAS_THREADS },
+	struct { const char *weights; struct model_opts mo; } cfgs[] = {
+		{ "bf16 copied", { 0, 0 } },
+		{ "bf16 mapped", { 0, 1 } },
+		{ "f32", { 1, 0 } },
 	};
 	for (size_t c = 0; c < (quick ? 1 : sizeof cfgs / sizeof cfgs[0]); c++)
 		for (int t = 1; t <= 2; t++) {
-			if (cfgs[c].gemm == FWD_GEMM_BLAS_THREADS && t == 1)
-				continue;
 			load = bench_loadavg();
 			struct result r;
-			run(dir, cfgs[c].mo, t, cfgs[c].gemm, &r);
+			run(dir, cfgs[c].mo, t, &r);
 			double limit_ms = r.bytes_per_token / (bw[t] * 1e9) * 1e3;
 			printf("{\"bench\": \"forward\", \"date\": \"%s\", \"commit\": \"%s\", "
 			       "\"cpu\": \"%s\", \"load1\": %.2f, \"model\": \"synthetic "
 			       "Qwen2.5-0.5B\", \"weights\": \"%s\", \"threads\": %d, "
-			       "\"kernels\": \"%s\", \"openblas\": \"%s\", \"decode_ms_median\": %.2f, "
+			       "\"kernels\": \"%s\", \"decode_ms_median\": %.2f, "
 			       "\"decode_ms_min\": %.2f, \"prefill64_tok_s_best\": %.1f, "
 			       "\"prefill64_tok_s_median\": %.1f, \"bytes_per_token\": %zu, "
 			       "\"bandwidth_gbs\": %.1f, \"decode_limit_ms\": %.2f, "
 			       "\"decode_fraction_of_limit\": %.2f, \"load_s\": %.2f}\n",
 			       date, commit, cpu, load, cfgs[c].weights, t,
-			       cpu_level_name(cpu_level_env(NULL)), openblas_get_corename(),
-			       r.decode_med, r.decode_min,
+			       cpu_level_name(cpu_level_env(NULL)), r.decode_med, r.decode_min,
 			       r.prefill_best, r.prefill_med, r.bytes_per_token, bw[t],
 			       limit_ms, limit_ms / r.decode_min, r.load_s);
 			fflush(stdout);

@@ -16,6 +16,7 @@
 #include "core/bf16.h"
 #include "format/config.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "harness/membw.h"
 #include "core/timing.h"
@@ -49,7 +50,8 @@ static struct spread time_matmul(const struct kernels *k, const struct wmat *w,
 	double t[REPS];
 	for (int r = 0; r < REPS; r++) {
 		double t0 = time_now();
-		kern_matmul(k, y, w->rows, w, 0, w->rows, x, w->cols, 1, 0, NULL);
+		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = w->rows, .w = w, .r0 = 0,
+			.r1 = w->rows, .x = x, .ldx = w->cols, .T = 1 });
 		t[r] = time_now() - t0;
 	}
 	return summarize(t);

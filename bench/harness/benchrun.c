@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/bf16.h"
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "core/rng.h"
 
@@ -211,7 +212,8 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int row
 	double bytes = (double)wmat_bytes(&w);
 	for (int i = -1; i < reps; i++) {
 		double t0 = time_now();
-		kern_matmul(k, y, rows, &w, 0, rows, x, cols, 1, 0, act8 ? &xa : NULL);
+		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = rows, .w = &w, .r0 = 0,
+			.r1 = rows, .x = x, .ldx = cols, .T = 1, .xa = act8 ? &xa : NULL });
 		if (i >= 0)
 			t[i] = bytes / (time_now() - t0) / 1e9;
 	}

@@ -1,11 +1,9 @@
-/* kernels: the scalar reference kernels, the dispatch table and
- * kern_matmul. See kernels.h for the canonical evaluation orders. */
+/* kernels: the scalar reference kernels and the dispatch table. See
+ * kernels.h for the canonical evaluation orders. */
 #include "kernels/kernels.h"
 #include "core/bf16.h"
-#include "kernels/quant.h"
 
 #include <assert.h>
-#include <cblas.h>
 #include <stdlib.h>
 
 /* Defined in kernels_avx2.c and kernels_avx512.c. */
@@ -127,39 +125,7 @@ const struct kernels *kernels_for(enum cpu_level level)
 	}
 }
 
-void kern_matmul(const struct kernels *k, float *y, int ldy, const struct wmat *w,
-		 int r0, int r1, const float *x, int ldx, int T, int blas,
-		 const struct q8act *xa)
-{
-	if (r1 <= r0 || T <= 0)
-		return;
-	switch (w->type) {
-	case WT_F32:
-		if (blas && T >= 2 && k->level != CPU_SCALAR) {
-			/* Y[T x (r1-r0)] = X[T x cols] . W[r0:r1]^T */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, r1 - r0,
-				    w->cols, 1.0f, x, ldx,
-				    (const float *)w->data + (size_t)r0 * w->cols, w->cols,
-				    0.0f, y + r0, ldy);
-			return;
-		}
-		k->matmul_f32(y, ldy, w->data, w->cols, r0, r1, x, ldx, T);
-		return;
-	case WT_BF16:
-		k->matmul_bf16(y, ldy, w->data, w->cols, r0, r1, x, ldx, T);
-		return;
-	case WT_Q8:
-	case WT_Q4:
-		if (xa)
-			quant_matmul_q8a(k->level, w, y, ldy, r0, r1, xa, T);
-		else
-			quant_matmul(k->level, w, y, ldy, r0, r1, x, ldx, T);
-		return;
-	}
-	abort();
-}
-
-void kern_row(const struct wmat *w, int r, float *out)
+void kern_row_float(const struct wmat *w, int r, float *out)
 {
 	switch (w->type) {
 	case WT_F32:
@@ -174,8 +140,7 @@ void kern_row(const struct wmat *w, int r, float *out)
 	}
 	case WT_Q8:
 	case WT_Q4:
-		quant_dequant_row(w, r, 0, w->cols, out);
-		return;
+		break;
 	}
 	abort();
 }

@@ -28,10 +28,11 @@
  * compiler never fuses a multiply and an add that the order above keeps
  * apart.
  *
- * Matrix products go through kern_matmul(), the one place that dispatches on
- * the storage type of a weight matrix (struct wmat, weights.h). The int8 and
- * int4 cases (WT_Q8, WT_Q4) go to the quantization kernels (lib/kernels/quant.h),
- * which follow the same canonical dot order on the integer codes.
+ * Matrix products go through kern_matmul() (lib/kernels/matmul.h), the one
+ * place that dispatches on the storage type of a weight matrix (struct
+ * wmat, weights.h): float32 and bf16 come here, int8 and int4 go to the
+ * quantization kernels (lib/kernels/quant.h), which follow the same
+ * canonical dot order on the integer codes.
  */
 #ifndef KERNELS_H
 #define KERNELS_H
@@ -71,22 +72,9 @@ const struct kernels *kernels_for(enum cpu_level level);
 /* Scalar pieces shared by the SIMD files for their tails and reductions. */
 float kern_sum16(const float s[KDOT_LANES]);
 
-struct q8act;  /* lib/kernels/quant.h */
-
-/* y[t * ldy + r] = (W x_t)[r] for rows [r0, r1) of w and T inputs, whatever
- * w's storage. With T >= 2, f32 weights and blas set, the product goes to
- * OpenBLAS sgemm (not in the canonical order: only the bf16 and quantized
- * paths are bitwise independent of chunking). xa: NULL, or the T inputs
- * already quantized to int8 (xa[t] is x_t through q8a_quantize): then an
- * int8 or int4 w multiplies them with the int8-activation kernel
- * (quant_matmul_q8a; x is not read), and float32 or bf16 weights ignore xa
- * and multiply x. */
-void kern_matmul(const struct kernels *k, float *y, int ldy, const struct wmat *w,
-		 int r0, int r1, const float *x, int ldx, int T, int blas,
-		 const struct q8act *xa);
-
-/* out[0..cols) = row r of w, widened to float. */
-void kern_row(const struct wmat *w, int r, float *out);
+/* out[0..cols) = row r of w, a WT_F32 or WT_BF16 matrix, as float (bf16
+ * widened exactly). kern_row (matmul.h) takes any storage type. */
+void kern_row_float(const struct wmat *w, int r, float *out);
 
 /* The canonical exp (see above), scalar. Inputs are clamped to
  * [-87, 88]: the result is never 0, inf or subnormal. */

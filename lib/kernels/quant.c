@@ -142,7 +142,7 @@ void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
 	int n = src->cols;
 	float row[n];
 	for (int r = 0; r < src->rows; r++) {
-		kern_row(src, r, row);
+		kern_row_float(src, r, row);
 		if (to == WT_Q8)
 			q8_quantize_row(row, n, (int8_t *)data + (size_t)r * n, &scales[r]);
 		else
@@ -158,7 +158,7 @@ double quant_rel_error(const struct wmat *src, const struct wmat *q)
 	float a[n], b[n];
 	double num = 0, den = 0;
 	for (int r = 0; r < src->rows; r++) {
-		kern_row(src, r, a);
+		kern_row_float(src, r, a);
 		quant_dequant_row(q, r, 0, n, b);
 		for (int c = 0; c < n; c++) {
 			double d = (double)a[c] - b[c];

@@ -1,7 +1,6 @@
 /* forward: see forward.h. */
 #include "model/forward.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +45,9 @@ static void mm_part(void *arg, int i, int n)
 		int r0 = lo - base, r1 = hi - base;
 		r0 = r0 < 0 ? 0 : r0;
 		r1 = r1 > p->w->rows ? p->w->rows : r1;
-		kern_matmul(j->f->k, p->y, p->ldy, p->w, r0, r1, j->x, j->ldx, j->T,
-			    j->f->gemm == FWD_GEMM_BLAS, j->xa);
+		kern_matmul(j->f->k, &(struct kern_mm){ .y = p->y, .ldy = p->ldy,
+			.w = p->w, .r0 = r0, .r1 = r1, .x = j->x, .ldx = j->ldx,
+			.T = j->T, .xa = j->xa });
 		if (!j->paired)
 			base += p->w->rows;
 	}
@@ -77,22 +77,7 @@ static void run_mm(struct mm_job *j)
 {
 	struct forward *f = j->f;
 	quantize_inputs(j);
-	int blas = f->gemm == FWD_GEMM_BLAS_THREADS && j->T >= 2;
-	for (int m = 0; m < j->n; m++)
-		blas = blas && j->mm[m].w->type == WT_F32;
-	if (!blas) {
-		pool_run(f->pool, mm_part, j);
-		return;
-	}
-	/* OpenBLAS owns this phase: one call per product on its threads. */
-	for (int m = 0; m < j->n; m++)
-		kern_matmul(f->k, j->mm[m].y, j->mm[m].ldy, j->mm[m].w, 0,
-			    j->mm[m].w->rows, j->x, j->ldx, j->T, 1, NULL);
-	if (j->paired)
-		for (int t = 0; t < j->T; t++)
-			f->k->silu_mul(j->mm[0].y + (size_t)t * j->mm[0].ldy,
-				       j->mm[1].y + (size_t)t * j->mm[1].ldy,
-				       j->mm[0].w->rows);
+	pool_run(f->pool, mm_part, j);
 }
 
 /* Attention of T queries (positions p0 .. p0 + T - 1) over the cache of
@@ -321,7 +306,6 @@ int forward_init(struct forward *f, const struct model *m,
 	f->k = kernels_for(o->level);
 	f->threads = o->threads > 0 ? o->threads : cpu_cores();
 	f->batch = o->batch > 0 ? o->batch : FORWARD_BATCH_DEFAULT;
-	f->gemm = o->gemm;
 	f->act8 = o->act8;
 	f->trace = o->trace;
 	f->trace_arg = o->trace_arg;
@@ -362,7 +346,6 @@ int forward_init(struct forward *f, const struct model *m,
 			       f->state_bytes);
 	}
 	rope_table(f);
-	openblas_set_num_threads(f->gemm == FWD_GEMM_BLAS_THREADS ? f->threads : 1);
 	f->pool = pool_new(f->threads, e);
 	if (!f->pool) {
 		forward_free(f);

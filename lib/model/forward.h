@@ -9,25 +9,19 @@
  *
  * A call of n ids runs them at positions n_past .. n_past + n - 1 in chunks
  * of up to `batch` tokens: each projection of a chunk is one matrix product
- * over all its tokens (kern_matmul: a GEMM, not T matvecs); one token is a
- * matvec. Keys are rotated once when they enter the cache; attention reads
+ * over all its tokens (kern_matmul, lib/kernels/matmul.h: a GEMM, not T
+ * matvecs); one token is a matvec. Keys are rotated once when they enter the cache; attention reads
  * the filled part only.
  *
  * Determinism: every output element is one canonical dot product
  * (lib/kernels/kernels.h) computed by one thread, so the logits are bitwise the
  * same for any thread count, any SIMD level and any chunking of the same
- * ids. The exception is FWD_GEMM_BLAS: float32 batch products then go to
- * OpenBLAS sgemm, whose bits for a row depend on the product's shape and
- * on where the row falls in a thread's slice: chunkings and thread counts
- * then agree within float32 rounding of reordered sums, 1e-4 on the logits
- * (tests/c/test_forward.c), not bitwise.
+ * ids.
  *
  * Threads: one pool (lib/core/pool.h) made at init; work is split by output rows
- * (matrix products, LM head) or by (token, head) (attention). OpenBLAS is
- * set to one thread so it never competes with the pool, except with
- * FWD_GEMM_BLAS_THREADS, where float32 batch products run on OpenBLAS's own
- * threads while the pool sleeps. The default is our own kernels for every
- * product: measured faster (docs/performance.md, "The forward pass").
+ * (matrix products, LM head) or by (token, head) (attention). Every product
+ * runs on our own kernels: OpenBLAS's sgemm is no faster on float32 prompts
+ * (docs/performance.md), and only ours keep the canonical order.
  *
  * Int8 activations (act8, `--int8-activations`): every product by an int8
  * or int4 matrix (lib/kernels/quant.h) quantizes its input to int8 in blocks of 32
@@ -55,6 +49,7 @@
 #include "core/cpu.h"
 #include "core/err.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 #include "model/model.h"
 #include "core/pool.h"
 #include "kernels/quant.h"
@@ -79,17 +74,10 @@ typedef void forward_trace_fn(void *arg, int pos, int index, const float *h, int
 typedef void forward_attn_fn(void *arg, int layer, int pos, int head,
 			     const float *w, int n);
 
-enum fwd_gemm {
-	FWD_GEMM_OWN,          /* our kernels, on the pool */
-	FWD_GEMM_BLAS,         /* OpenBLAS sgemm, one thread per pool thread's rows */
-	FWD_GEMM_BLAS_THREADS, /* OpenBLAS sgemm on its own threads, pool idle */
-};
-
 struct forward_opts {
 	int threads;        /* 0: cpu_cores() */
 	int ctx;            /* 0: default above; at most max_position_embeddings */
 	int batch;          /* 0: FORWARD_BATCH_DEFAULT */
-	enum fwd_gemm gemm; /* FWD_GEMM_OWN */
 	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
 	int act8;           /* int8 activations for the int8 / int4 matrices (above);
 			     * the model must have some (forward_has_int_weights) */
@@ -110,7 +98,6 @@ struct forward {
 	const struct kernels *k;
 	struct pool *pool;
 	int threads, ctx, batch;
-	enum fwd_gemm gemm;
 	int act8;
 	int n_past;           /* positions in the KV cache */
 	long positions;       /* positions run through the blocks since init */

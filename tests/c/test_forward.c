@@ -151,13 +151,11 @@ static long run_chunks(struct forward *f, const int *ids, const int *sizes, int 
 	return f->positions - before;
 }
 
-static enum fwd_gemm gemm_mode;  /* for every forward made by init */
-
 static void init(struct forward *f, const struct model *m, int threads,
 		 enum cpu_level level, int batch)
 {
 	struct forward_opts o = { .threads = threads, .ctx = 1024, .batch = batch,
-				  .gemm = gemm_mode, .level = level };
+				  .level = level };
 	struct err e;
 	if (forward_init(f, m, &o, &e) < 0) {
 		fprintf(stderr, "forward_init: %s\n", e.msg);
@@ -176,7 +174,7 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 		exit(1);
 	}
 	struct forward f;
-	struct forward_opts fo = { .threads = 1, .ctx = 1024, .gemm = gemm_mode,
+	struct forward_opts fo = { .threads = 1, .ctx = 1024,
 				   .level = cpu_level_env(NULL), .trace = on_trace };
 	if (forward_init(&f, &m, &fo, &e) < 0) {
 		fprintf(stderr, "forward_init: %s\n", e.msg);
@@ -263,27 +261,10 @@ static void golden(const char *model_dir, const char *golden_dir, int has_all)
 	model_free(&m);
 }
 
-/* How far two chunkings may differ when the matrix products go through
- * OpenBLAS. Our kernels sum in one canonical order whatever the chunking
- * (bitwise below), but OpenBLAS picks its kernel and blocking by the shape
- * of the product (a one-row gemm is not a slice of a 33-row one) and by the
- * CPU (OPENBLAS_CORETYPE: Prescott, Haswell, SkylakeX, Cooperlake each sum
- * in another order). A dot product of length K in float32 is within
- * gamma_K * sum |a_i b_i| of the exact one in any order (gamma_K = K u /
- * (1 - K u), u = 2^-24), so two orders are within twice that: for the
- * K of qwen-shapes (256 and 704) 3e-5 to 8e-5 of sum |a_i b_i| per product,
- * before the errors of earlier layers propagate through the next ones; a
- * bound of 1e-5 on logits near 10 is tighter than float32 allows (a
- * Cooperlake machine misses it). No order is the right one, so the bound is
- * the one every float32 evaluation of the model is held to against
- * transformers' (itself another order): 1e-4 on the logits, which is also
- * the engine's stated cache-vs-uncached agreement. */
-#define REORDER_TOL 1e-4
-
 /* The same ids five ways: one call, one at a time, prompt then decode, two
  * halves, ragged chunks; and through a batch smaller than the prompt. The
  * one-call logits are also checked against transformers' (golden). */
-static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
+static void chunkings(const struct model *m, const int *ids, int n,
 		      const float *golden_last, const char *what)
 {
 	int V = m->cfg.vocab_size;
@@ -320,13 +301,13 @@ static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
 		      ways[w].name, work, n);
 		double d = check_max_abs(ref, got, V, NULL);
 		worst = fmax(worst, d);
-		CHECK(bitwise ? d == 0 : d < REORDER_TOL, "%s, %s: logits differ by %g", what,
+		CHECK(d == 0, "%s, %s: logits differ by %g", what,
 		      ways[w].name, d);
 	}
 	work = run_chunks(&fb, ids, &n, 1, got);
 	double d = check_max_abs(ref, got, V, NULL);
 	worst = fmax(worst, d);
-	CHECK(bitwise ? d == 0 : d < REORDER_TOL, "%s, batch of 5: logits differ by %g", what, d);
+	CHECK(d == 0, "%s, batch of 5: logits differ by %g", what, d);
 	CHECK(work == n && fb.head_rows == 1, "%s, batch of 5: %ld positions, %ld "
 	      "LM-head rows", what, work, fb.head_rows);
 	printf("%s: chunkings differ by at most %g; transformers by %.3g\n", what,
@@ -339,10 +320,9 @@ static void chunkings(const struct model *m, const int *ids, int n, int bitwise,
 	forward_free(&fb);
 }
 
-/* The same ids with another thread count or kernel level: bitwise, or
- * within tol when tol > 0. */
+/* The same ids with another thread count or kernel level: bitwise. */
 static void same_logits(const struct model *m, const int *ids, int n, int threads,
-			enum cpu_level level, double tol, const char *what)
+			enum cpu_level level, const char *what)
 {
 	int V = m->cfg.vocab_size;
 	struct forward a, b;
@@ -353,10 +333,7 @@ static void same_logits(const struct model *m, const int *ids, int n, int thread
 	run_chunks(&a, ids, split, 2, x);
 	run_chunks(&b, ids, split, 2, y);
 	double d = check_max_abs(x, y, V, NULL);
-	if (tol > 0)
-		CHECK(d < tol, "%s: logits differ by %g", what, d);
-	else
-		CHECK(memcmp(x, y, sizeof(float) * V) == 0, "%s: logits differ (by %g)", what, d);
+	CHECK(memcmp(x, y, sizeof(float) * V) == 0, "%s: logits differ (by %g)", what, d);
 	free(x);
 	free(y);
 	forward_free(&a);
@@ -393,23 +370,14 @@ int main(void)
 		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
-	chunkings(&m, ids, n, 1, last, "qwen-shapes bf16");
-	chunkings(&m32, ids, n, 1, last, "qwen-shapes f32");
-	same_logits(&m, ids, n, 2, cpu_level_env(NULL), 0, "qwen-shapes bf16, 2 threads");
-	same_logits(&m32, ids, n, 2, cpu_level_env(NULL), 0, "qwen-shapes f32, 2 threads");
-	gemm_mode = FWD_GEMM_BLAS;
-	chunkings(&m32, ids, n, 0, last, "qwen-shapes f32, OpenBLAS");
-	/* Not bitwise: each thread's sgemm gets its own slice of rows, and
-	 * the bits OpenBLAS gives a row depend on where it falls in the slice
-	 * (its blocking and edge kernels), on every core type: with Haswell's
-	 * and Zen's kernels a split in two changes the logits. */
-	same_logits(&m32, ids, n, 2, cpu_level_env(NULL), REORDER_TOL,
-		    "qwen-shapes f32, OpenBLAS, 2 threads");
-	gemm_mode = FWD_GEMM_OWN;
-	same_logits(&m, ids, n, 1, CPU_SCALAR, 0, "qwen-shapes bf16, scalar kernels");
-	same_logits(&m, ids, n, 2, CPU_SCALAR, 0, "qwen-shapes bf16, scalar, 2 threads");
+	chunkings(&m, ids, n, last, "qwen-shapes bf16");
+	chunkings(&m32, ids, n, last, "qwen-shapes f32");
+	same_logits(&m, ids, n, 2, cpu_level_env(NULL), "qwen-shapes bf16, 2 threads");
+	same_logits(&m32, ids, n, 2, cpu_level_env(NULL), "qwen-shapes f32, 2 threads");
+	same_logits(&m, ids, n, 1, CPU_SCALAR, "qwen-shapes bf16, scalar kernels");
+	same_logits(&m, ids, n, 2, CPU_SCALAR, "qwen-shapes bf16, scalar, 2 threads");
 	if (cpu_level_env(NULL) > CPU_AVX2)
-		same_logits(&m, ids, n, 2, CPU_AVX2, 0, "qwen-shapes bf16, avx2, 2 threads");
+		same_logits(&m, ids, n, 2, CPU_AVX2, "qwen-shapes bf16, avx2, 2 threads");
 	model_free(&m32);
 	model_free(&m);
 
@@ -417,9 +385,9 @@ int main(void)
 		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
-	chunkings(&m, tids, nt, 1, tlast, "shakespeare-tiny bf16");
-	same_logits(&m, tids, nt, 2, cpu_level_env(NULL), 0, "shakespeare-tiny, 2 threads");
-	same_logits(&m, tids, 4, 1, CPU_SCALAR, 0, "shakespeare-tiny, scalar kernels");
+	chunkings(&m, tids, nt, tlast, "shakespeare-tiny bf16");
+	same_logits(&m, tids, nt, 2, cpu_level_env(NULL), "shakespeare-tiny, 2 threads");
+	same_logits(&m, tids, 4, 1, CPU_SCALAR, "shakespeare-tiny, scalar kernels");
 	model_free(&m);
 	free(ids);
 	free(tids);

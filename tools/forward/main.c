@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 enum { OPT_SCORE = CLI_LONG, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_F32, OPT_MMAP,
-       OPT_ACT8, OPT_GEMM, OPT_TOP };
+       OPT_ACT8, OPT_TOP };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory, a .safetensors file with its\n"
@@ -89,9 +89,6 @@ static const struct cli_opt opts[] = {
 	  "it, else a scalar kernel with the same results):\n"
 	  "less exact (ppl --level int8+a8 measures it); for\n"
 	  "int8 / int4 containers (a float model: usage error)" },
-	{ OPT_GEMM, "gemm", "WHO", "float32 prompt products: own (default), blas\n"
-	  "(OpenBLAS, one thread per worker) or blas-threads\n"
-	  "(OpenBLAS's own threads)" },
 	{ 'v', "verbose", NULL, "load time, memory, per-call timings and, at the\n"
 	  "end, the positions computed on stderr" },
 	{ 'd', "dump", NULL, "read a logits stream on stdin, print it as text" },
@@ -103,7 +100,7 @@ static const struct cli_spec spec = {
 	.prog = "forward",
 	.usage = "forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
 		 "[--no-cache] [--threads N] [--ctx N] [--f32] [--mmap] "
-		 "[--int8-activations] [--gemm own|blas|blas-threads] [-v] < ids\n"
+		 "[--int8-activations] [-v] < ids\n"
 		 "forward --dump [--top K] < logits",
 	.about = "Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
 		 "line) on stdin, the binary logits stream on stdout.\n",
@@ -509,16 +506,6 @@ int main(int argc, char **argv)
 		case OPT_F32: mo.f32 = 1; break;
 		case OPT_MMAP: mo.mmap = 1; break;
 		case OPT_ACT8: fo.act8 = 1; break;
-		case OPT_GEMM:
-			if (!strcmp(v, "own"))
-				fo.gemm = FWD_GEMM_OWN;
-			else if (!strcmp(v, "blas"))
-				fo.gemm = FWD_GEMM_BLAS;
-			else if (!strcmp(v, "blas-threads"))
-				fo.gemm = FWD_GEMM_BLAS_THREADS;
-			else
-				cli_die_usage("--gemm: '%s' is not own, blas or blas-threads", v);
-			break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
 		case OPT_TOP: top = (int)cli_flag_long("--top", v, 1, 1000); break;

@@ -1,0 +1,39 @@
+/* matmul: the one place that dispatches a matrix product, or a row lookup,
+ * on the storage type of a weight matrix (struct wmat, weights.h).
+ *
+ * It sits above both kernel families: float32 and bf16 matrices go to the
+ * float kernels (kernels.h), int8 and int4 ones to the quantization kernels
+ * (quant.h), which use the float kernels' pieces but never call back up
+ * here.
+ */
+#ifndef MATMUL_H
+#define MATMUL_H
+
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "kernels/weights.h"
+
+/* One product: y[t * ldy + r] = (W x_t)[r] for rows [r0, r1) of w and the
+ * T inputs x_t = x + t * ldx. Every output is one canonical dot product
+ * (kernels.h, quant.h), so it does not depend on T, on the row range or on
+ * the SIMD level. xa: NULL, or the T inputs already quantized to int8 (xa[t]
+ * is x_t through q8a_quantize): then an int8 or int4 w multiplies them with
+ * the int8-activation kernel (quant_matmul_q8a; x is not read), and float32
+ * or bf16 weights ignore xa and multiply x. */
+struct kern_mm {
+	float *y;
+	int ldy;
+	const struct wmat *w;
+	int r0, r1;
+	const float *x;
+	int ldx, T;
+	const struct q8act *xa;
+};
+
+void kern_matmul(const struct kernels *k, const struct kern_mm *m);
+
+/* out[0..cols) = row r of w, widened (float32, bf16) or dequantized (int8,
+ * int4) to float. */
+void kern_row(const struct wmat *w, int r, float *out);
+
+#endif
