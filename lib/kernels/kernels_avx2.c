@@ -1,8 +1,10 @@
 /* kernels_avx2: AVX2 + FMA versions of the kernels in kernels.h, in exactly
  * the canonical order written there: the 16 partial sums of a dot product
  * live in two 8-lane registers (lanes 0-7 and 8-15), the tail (< 16
- * elements) is finished in scalar fmaf on the stored lanes, then the fold
- * of kern_sum16. Called only when cpu_detect() says CPU_AVX2 or better. */
+ * elements) of a matrix product is finished in scalar fmaf on the stored
+ * lanes, then the fold of kern_sum16. The matrix products are here; the
+ * other kernels are kernels_simd.h's, on the lane primitives below.
+ * Called only when cpu_detect() says CPU_AVX2 or better. */
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 #include "core/bf16.h"
@@ -86,135 +88,86 @@ MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, bf16_to_f32)
 MATMUL(matmul_f32, block_f32, float)
 MATMUL(matmul_bf16, block_bf16, uint16_t)
 
-static float dot(const float *a, const float *b, int n)
+/* The lane primitives of kernels_simd.h: lanes 0-7 in lo, 8-15 in hi;
+ * tails through lane masks made by comparing the lane indices with n. */
+typedef struct { __m256 lo, hi; } V;
+
+AI V v_pair(__m256 lo, __m256 hi) { return (V){ lo, hi }; }
+AI V v_zero(void) { return v_pair(_mm256_setzero_ps(), _mm256_setzero_ps()); }
+AI V v_set1(float f) { return v_pair(_mm256_set1_ps(f), _mm256_set1_ps(f)); }
+AI V v_load(const float *p) { return v_pair(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)); }
+AI void v_store(float *p, V v)
 {
-	float y;
-	block_f32(&y, 0, a, n, 0, b, 0, 0, 1);
-	return y;
+	_mm256_storeu_ps(p, v.lo);
+	_mm256_storeu_ps(p + 8, v.hi);
 }
 
-static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
+/* All ones in the lanes below n, of lanes base .. base + 7. */
+AI __m256i lanes_below(int n, int base)
 {
-	float r = 1.0f / sqrtf(dot(x, x, n) / (float)n + eps);
-	__m256 rv = _mm256_set1_ps(r);
-	int i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(w + i),
-				 _mm256_mul_ps(_mm256_loadu_ps(x + i), rv)));
-	for (; i < n; i++)
-		out[i] = w[i] * (x[i] * r);
+	__m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - base), idx);
+}
+AI V v_loadn(const float *p, int n)
+{
+	return v_pair(_mm256_maskload_ps(p, lanes_below(n, 0)),
+		      _mm256_maskload_ps(p + 8, lanes_below(n, 8)));
+}
+AI void v_storen(float *p, V v, int n)
+{
+	_mm256_maskstore_ps(p, lanes_below(n, 0), v.lo);
+	_mm256_maskstore_ps(p + 8, lanes_below(n, 8), v.hi);
+}
+AI V v_keep(V old, V new, int n)
+{
+	return v_pair(_mm256_blendv_ps(old.lo, new.lo, _mm256_castsi256_ps(lanes_below(n, 0))),
+		      _mm256_blendv_ps(old.hi, new.hi, _mm256_castsi256_ps(lanes_below(n, 8))));
 }
 
-/* kexp, lane by lane. */
-AI __m256 vexp(__m256 x)
+#define V2(name, op) \
+	AI V name(V a, V b) { return v_pair(op(a.lo, b.lo), op(a.hi, b.hi)); }
+V2(v_add, _mm256_add_ps)
+V2(v_sub, _mm256_sub_ps)
+V2(v_mul, _mm256_mul_ps)
+V2(v_div, _mm256_div_ps)
+V2(v_min, _mm256_min_ps)
+V2(v_max, _mm256_max_ps)
+#undef V2
+AI V v_fma(V a, V b, V c)
 {
-	x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(KEXP_HI)),
-			  _mm256_set1_ps(KEXP_LO));
-	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(KEXP_LOG2E)),
-				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-KEXP_C1), x);
-	r = _mm256_fmadd_ps(n, _mm256_set1_ps(-KEXP_C2), r);
-	__m256 p = _mm256_set1_ps(KEXP_P0);
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KEXP_P1));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KEXP_P2));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KEXP_P3));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KEXP_P4));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(KEXP_P5));
-	__m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r),
-				 _mm256_set1_ps(1.0f));
-	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
-						       _mm256_set1_epi32(127)), 23);
-	return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+	return v_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
 }
-
-static void softmax(float *x, int n)
+AI V v_neg(V a)
 {
-	float m = x[0];
-	int i = 0;
-	if (n >= 8) {
-		__m256 mv = _mm256_loadu_ps(x);
-		for (i = 8; i + 8 <= n; i += 8)
-			mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + i));
-		float t[8];
-		_mm256_storeu_ps(t, mv);
-		for (int j = 0; j < 8; j++)
-			m = t[j] > m ? t[j] : m;
-	}
-	for (; i < n; i++)
-		m = x[i] > m ? x[i] : m;
-	__m256 mv = _mm256_set1_ps(m);
-	__m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-	for (i = 0; i + 16 <= n; i += 16) {
-		__m256 a = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
-		__m256 b = vexp(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), mv));
-		_mm256_storeu_ps(x + i, a);
-		_mm256_storeu_ps(x + i + 8, b);
-		lo = _mm256_add_ps(lo, a);
-		hi = _mm256_add_ps(hi, b);
-	}
+	__m256 sign = _mm256_set1_ps(-0.0f);
+	return v_pair(_mm256_xor_ps(a.lo, sign), _mm256_xor_ps(a.hi, sign));
+}
+AI __m256 rint8(__m256 a)
+{
+	return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+AI V v_rint(V a) { return v_pair(rint8(a.lo), rint8(a.hi)); }
+AI __m256 pow2i8(__m256 n)
+{
+	return _mm256_castsi256_ps(_mm256_slli_epi32(
+		_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+AI V v_pow2i(V n) { return v_pair(pow2i8(n.lo), pow2i8(n.hi)); }
+AI float v_fold(V v)
+{
 	float s[KDOT_LANES];
-	spill(s, lo, hi);
-	for (int j = i; j < n; j++) {
-		x[j] = kexp(x[j] - m);
-		s[j - i] += x[j];
-	}
-	float sum = kern_sum16(s);
-	__m256 sv = _mm256_set1_ps(sum);
-	for (i = 0; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_loadu_ps(x + i), sv));
-	for (; i < n; i++)
-		x[i] = x[i] / sum;
+	spill(s, v.lo, v.hi);
+	return kern_sum16(s);
+}
+AI float v_hmax(V v)
+{
+	__m256 m = _mm256_max_ps(v.lo, v.hi);
+	__m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
 }
 
-static void rope(float *x, int n_heads, int head_dim, const float *cos,
-		 const float *sin)
-{
-	int half = head_dim / 2;
-	for (int h = 0; h < n_heads; h++) {
-		float *v = x + (size_t)h * head_dim;
-		int i = 0;
-		for (; i + 8 <= half; i += 8) {
-			__m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + i + half);
-			__m256 c = _mm256_loadu_ps(cos + i), s = _mm256_loadu_ps(sin + i);
-			_mm256_storeu_ps(v + i, _mm256_sub_ps(_mm256_mul_ps(a, c),
-							      _mm256_mul_ps(b, s)));
-			_mm256_storeu_ps(v + i + half, _mm256_add_ps(_mm256_mul_ps(b, c),
-								     _mm256_mul_ps(a, s)));
-		}
-		for (; i < half; i++) {
-			float a = v[i], b = v[i + half];
-			float ac = a * cos[i], bs = b * sin[i];
-			float bc = b * cos[i], as = a * sin[i];
-			v[i] = ac - bs;
-			v[i + half] = bc + as;
-		}
-	}
-}
-
-static void silu_mul(float *g, const float *u, int n)
-{
-	int i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m256 gv = _mm256_loadu_ps(g + i);
-		__m256 neg = _mm256_xor_ps(gv, _mm256_set1_ps(-0.0f));
-		__m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), vexp(neg));
-		_mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(gv, d),
-						      _mm256_loadu_ps(u + i)));
-	}
-	for (; i < n; i++)
-		g[i] = g[i] / (1.0f + kexp(-g[i])) * u[i];
-}
-
-static void axpy(float *y, float a, const float *x, int n)
-{
-	__m256 av = _mm256_set1_ps(a);
-	int i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i),
-							_mm256_loadu_ps(y + i)));
-	for (; i < n; i++)
-		y[i] = fmaf(a, x[i], y[i]);
-}
+#include "kernels/kernels_simd.h"
 
 const struct kernels kernels_avx2 = {
 	.level = CPU_AVX2,

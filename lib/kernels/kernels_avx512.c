@@ -1,8 +1,9 @@
 /* kernels_avx512: AVX-512 (F, BW, VL, DQ) versions of the kernels in
  * kernels.h, in exactly the canonical order written there: one 16-lane
  * accumulator per dot product, tails through masked lanes that leave the
- * accumulator untouched, and the halving fold of kern_sum16.
- * Called only when cpu_detect() says CPU_AVX512. */
+ * accumulator untouched, and the halving fold of kern_sum16. The matrix
+ * products are here; the other kernels are kernels_simd.h's, on the lane
+ * primitives below. Called only when cpu_detect() says CPU_AVX512. */
 #include "kernels/kernels.h"
 #include "kernels/prefetch.h"
 
@@ -125,147 +126,42 @@ MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, ld_bf16_tail)
 MATMUL(matmul_f32, block_f32, float)
 MATMUL(matmul_bf16, block_bf16, uint16_t)
 
-static float dot(const float *a, const float *b, int n)
-{
-	__m512 acc = _mm512_setzero_ps();
-	int i = 0;
-	for (; i + 16 <= n; i += 16)
-		acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
-	if (i < n) {
-		__mmask16 m = tail_mask(n - i);
-		acc = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i),
-					    _mm512_maskz_loadu_ps(m, b + i), acc, m);
-	}
-	return hsum(acc);
-}
 
-static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
+/* The lane primitives of kernels_simd.h: the 16 lanes in one zmm, tails
+ * through masks. */
+#define V __m512
+AI V v_zero(void) { return _mm512_setzero_ps(); }
+AI V v_set1(float f) { return _mm512_set1_ps(f); }
+AI V v_load(const float *p) { return _mm512_loadu_ps(p); }
+AI V v_loadn(const float *p, int n) { return _mm512_maskz_loadu_ps(tail_mask(n), p); }
+AI void v_store(float *p, V v) { _mm512_storeu_ps(p, v); }
+AI void v_storen(float *p, V v, int n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
+AI V v_keep(V old, V new, int n) { return _mm512_mask_mov_ps(old, tail_mask(n), new); }
+AI V v_add(V a, V b) { return _mm512_add_ps(a, b); }
+AI V v_sub(V a, V b) { return _mm512_sub_ps(a, b); }
+AI V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
+AI V v_div(V a, V b) { return _mm512_div_ps(a, b); }
+AI V v_min(V a, V b) { return _mm512_min_ps(a, b); }
+AI V v_max(V a, V b) { return _mm512_max_ps(a, b); }
+AI V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+AI V v_neg(V a)
 {
-	float r = 1.0f / sqrtf(dot(x, x, n) / (float)n + eps);
-	__m512 rv = _mm512_set1_ps(r);
-	int i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_loadu_ps(w + i),
-				 _mm512_mul_ps(_mm512_loadu_ps(x + i), rv)));
-	if (i < n) {
-		__mmask16 m = tail_mask(n - i);
-		_mm512_mask_storeu_ps(out + i, m,
-			_mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i),
-				      _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), rv)));
-	}
+	return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a),
+						    _mm512_set1_epi32((int)0x80000000u)));
 }
+AI V v_rint(V a)
+{
+	return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+AI V v_pow2i(V n)
+{
+	return _mm512_castsi512_ps(_mm512_slli_epi32(
+		_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
+AI float v_fold(V v) { return hsum(v); }
+AI float v_hmax(V v) { return _mm512_reduce_max_ps(v); }
 
-/* kexp, lane by lane. */
-AI __m512 vexp(__m512 x)
-{
-	x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(KEXP_HI)),
-			  _mm512_set1_ps(KEXP_LO));
-	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(KEXP_LOG2E)),
-					_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	__m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-KEXP_C1), x);
-	r = _mm512_fmadd_ps(n, _mm512_set1_ps(-KEXP_C2), r);
-	__m512 p = _mm512_set1_ps(KEXP_P0);
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KEXP_P1));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KEXP_P2));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KEXP_P3));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KEXP_P4));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(KEXP_P5));
-	__m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r),
-				 _mm512_set1_ps(1.0f));
-	__m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n),
-						       _mm512_set1_epi32(127)), 23);
-	return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-}
-
-static void softmax(float *x, int n)
-{
-	__m512 mv = _mm512_set1_ps(x[0]);
-	int i = 0;
-	for (; i + 16 <= n; i += 16)
-		mv = _mm512_max_ps(mv, _mm512_loadu_ps(x + i));
-	if (i < n)
-		mv = _mm512_mask_max_ps(mv, tail_mask(n - i), mv,
-					_mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
-	__m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mv));
-	__m512 acc = _mm512_setzero_ps();
-	for (i = 0; i + 16 <= n; i += 16) {
-		__m512 e = vexp(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
-		_mm512_storeu_ps(x + i, e);
-		acc = _mm512_add_ps(acc, e);
-	}
-	if (i < n) {
-		__mmask16 t = tail_mask(n - i);
-		__m512 e = vexp(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), m));
-		_mm512_mask_storeu_ps(x + i, t, e);
-		acc = _mm512_mask_add_ps(acc, t, acc, e);
-	}
-	__m512 s = _mm512_set1_ps(hsum(acc));
-	for (i = 0; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(x + i, _mm512_div_ps(_mm512_loadu_ps(x + i), s));
-	if (i < n) {
-		__mmask16 t = tail_mask(n - i);
-		_mm512_mask_storeu_ps(x + i, t,
-				      _mm512_div_ps(_mm512_maskz_loadu_ps(t, x + i), s));
-	}
-}
-
-static void rope(float *x, int n_heads, int head_dim, const float *cos,
-		 const float *sin)
-{
-	int half = head_dim / 2;
-	for (int h = 0; h < n_heads; h++) {
-		float *v = x + (size_t)h * head_dim;
-		for (int i = 0; i < half; i += 16) {
-			__mmask16 m = tail_mask(half - i < 16 ? half - i : 16);
-			__m512 a = _mm512_maskz_loadu_ps(m, v + i);
-			__m512 b = _mm512_maskz_loadu_ps(m, v + i + half);
-			__m512 c = _mm512_maskz_loadu_ps(m, cos + i);
-			__m512 s = _mm512_maskz_loadu_ps(m, sin + i);
-			_mm512_mask_storeu_ps(v + i, m, _mm512_sub_ps(_mm512_mul_ps(a, c),
-								       _mm512_mul_ps(b, s)));
-			_mm512_mask_storeu_ps(v + i + half, m,
-					      _mm512_add_ps(_mm512_mul_ps(b, c),
-							    _mm512_mul_ps(a, s)));
-		}
-	}
-}
-
-AI __m512 silu_mul16(__m512 g, __m512 u)
-{
-	__m512 neg = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(g),
-						  _mm512_set1_epi32((int)0x80000000u)));
-	__m512 d = _mm512_add_ps(_mm512_set1_ps(1.0f), vexp(neg));
-	return _mm512_mul_ps(_mm512_div_ps(g, d), u);
-}
-
-static void silu_mul(float *g, const float *u, int n)
-{
-	int i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(g + i, silu_mul16(_mm512_loadu_ps(g + i),
-						   _mm512_loadu_ps(u + i)));
-	if (i < n) {
-		__mmask16 m = tail_mask(n - i);
-		_mm512_mask_storeu_ps(g + i, m,
-			silu_mul16(_mm512_maskz_loadu_ps(m, g + i),
-				   _mm512_maskz_loadu_ps(m, u + i)));
-	}
-}
-
-static void axpy(float *y, float a, const float *x, int n)
-{
-	__m512 av = _mm512_set1_ps(a);
-	int i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i),
-							_mm512_loadu_ps(y + i)));
-	if (i < n) {
-		__mmask16 m = tail_mask(n - i);
-		_mm512_mask_storeu_ps(y + i, m,
-			_mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i),
-					_mm512_maskz_loadu_ps(m, y + i)));
-	}
-}
+#include "kernels/kernels_simd.h"
 
 const struct kernels kernels_avx512 = {
 	.level = CPU_AVX512,

@@ -1,0 +1,136 @@
+/* kernels_simd: the vector kernels other than the matrix products (dot,
+ * rmsnorm, exp, softmax, rope, silu_mul, axpy), written once on 16 float
+ * lanes and instantiated by kernels_avx2.c and kernels_avx512.c (internal
+ * to lib/kernels).
+ *
+ * A vector V holds the 16 canonical lanes of kernels.h: lane j is partial
+ * sum s[j], and element i of a row goes into lane i % 16. A tail of n < 16
+ * elements is read zero-filled and only its n lanes are kept or stored, so
+ * every lane sees exactly the operations of the scalar reference, in its
+ * order, and the results are bitwise those of kernels.c. The including file
+ * defines, each always inlined:
+ *   V                    16 float lanes (one zmm, or two ymm)
+ *   v_zero(), v_set1(f)
+ *   v_load(p)            p[0..16)
+ *   v_loadn(p, n)        p[0..n), lanes n..15 zero (1 <= n <= 16)
+ *   v_store(p, v), v_storen(p, v, n)
+ *   v_keep(old, new, n)  lanes < n from new, the others from old (n < 16)
+ *   v_add, v_sub, v_mul, v_div, v_min, v_max, v_fma(a, b, c) (a * b + c,
+ *                        one rounding), v_neg (sign flipped)
+ *   v_rint(v)            to the nearest integer, ties to even (nearbyintf)
+ *   v_pow2i(n)           2^n for integral n in the normal range
+ *   v_fold(v)            the fold of kern_sum16 (w = 8, 4, 2, 1)
+ *   v_hmax(v)            the largest lane
+ * and includes this file once, before its table of kernels.
+ */
+
+#define KS_AI static inline __attribute__((always_inline))
+
+/* The 16 lanes of a row from i on: whole, or the zero-filled tail. */
+KS_AI V ks_load(const float *p, int left)
+{
+	return left >= 16 ? v_load(p) : v_loadn(p, left);
+}
+
+KS_AI void ks_store(float *p, V v, int left)
+{
+	if (left >= 16)
+		v_store(p, v);
+	else
+		v_storen(p, v, left);
+}
+
+KS_AI V ks_keep(V old, V new, int left)
+{
+	return left >= 16 ? new : v_keep(old, new, left);
+}
+
+static float dot(const float *a, const float *b, int n)
+{
+	V acc = v_zero();
+	int i = 0;
+	for (; i + 16 <= n; i += 16)
+		acc = v_fma(v_load(a + i), v_load(b + i), acc);
+	if (i < n)
+		acc = v_keep(acc, v_fma(v_loadn(a + i, n - i), v_loadn(b + i, n - i), acc),
+			     n - i);
+	return v_fold(acc);
+}
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
+{
+	float r = 1.0f / sqrtf(dot(x, x, n) / (float)n + eps);
+	V rv = v_set1(r);
+	for (int i = 0; i < n; i += 16)
+		ks_store(out + i, v_mul(ks_load(w + i, n - i), v_mul(ks_load(x + i, n - i), rv)),
+			 n - i);
+}
+
+/* kexp (kernels.h), lane by lane. */
+KS_AI V vexp(V x)
+{
+	x = v_max(v_min(x, v_set1(KEXP_HI)), v_set1(KEXP_LO));
+	V n = v_rint(v_mul(x, v_set1(KEXP_LOG2E)));
+	V r = v_fma(n, v_set1(-KEXP_C1), x);
+	r = v_fma(n, v_set1(-KEXP_C2), r);
+	V p = v_set1(KEXP_P0);
+	p = v_fma(p, r, v_set1(KEXP_P1));
+	p = v_fma(p, r, v_set1(KEXP_P2));
+	p = v_fma(p, r, v_set1(KEXP_P3));
+	p = v_fma(p, r, v_set1(KEXP_P4));
+	p = v_fma(p, r, v_set1(KEXP_P5));
+	V y = v_add(v_fma(p, v_mul(r, r), r), v_set1(1.0f));
+	return v_mul(y, v_pow2i(n));
+}
+
+static void softmax(float *x, int n)
+{
+	V mv = v_set1(x[0]);
+	int i = 0;
+	for (; i + 16 <= n; i += 16)
+		mv = v_max(mv, v_load(x + i));
+	if (i < n)
+		mv = v_keep(mv, v_max(mv, v_loadn(x + i, n - i)), n - i);
+	V m = v_set1(v_hmax(mv));
+	V acc = v_zero();
+	for (i = 0; i < n; i += 16) {
+		V e = vexp(v_sub(ks_load(x + i, n - i), m));
+		ks_store(x + i, e, n - i);
+		acc = ks_keep(acc, v_add(acc, e), n - i);
+	}
+	V s = v_set1(v_fold(acc));
+	for (i = 0; i < n; i += 16)
+		ks_store(x + i, v_div(ks_load(x + i, n - i), s), n - i);
+}
+
+static void rope(float *x, int n_heads, int head_dim, const float *cos,
+		 const float *sin)
+{
+	int half = head_dim / 2;
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * head_dim;
+		for (int i = 0; i < half; i += 16) {
+			int left = half - i;
+			V a = ks_load(v + i, left), b = ks_load(v + i + half, left);
+			V c = ks_load(cos + i, left), s = ks_load(sin + i, left);
+			ks_store(v + i, v_sub(v_mul(a, c), v_mul(b, s)), left);
+			ks_store(v + i + half, v_add(v_mul(b, c), v_mul(a, s)), left);
+		}
+	}
+}
+
+static void silu_mul(float *g, const float *u, int n)
+{
+	for (int i = 0; i < n; i += 16) {
+		V gv = ks_load(g + i, n - i);
+		V d = v_add(v_set1(1.0f), vexp(v_neg(gv)));
+		ks_store(g + i, v_mul(v_div(gv, d), ks_load(u + i, n - i)), n - i);
+	}
+}
+
+static void axpy(float *y, float a, const float *x, int n)
+{
+	V av = v_set1(a);
+	for (int i = 0; i < n; i += 16)
+		ks_store(y + i, v_fma(av, ks_load(x + i, n - i), ks_load(y + i, n - i)), n - i);
+}
