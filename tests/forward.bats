@@ -221,16 +221,31 @@ no_fifo_dir() {
 	assert_equal "${#lines[@]}" 2  # the message, then the usage line
 }
 
-@test "--int8-activations: other logits, the same bits for any threads and SIMD level" {
-	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q4" --level int4 --embeddings 2>/dev/null
+# forward MODEL FLAG: other logits than without FLAG, the same bits for 1
+# and 2 threads and the scalar kernels.
+other_logits_same_bits() {
 	ids="$BATS_TEST_TMPDIR/ids"
 	jq -r '.ids | join(" ")' "$GOLDEN/shakespeare-tiny/citizen.json" > "$ids"
-	m="$BATS_TEST_TMPDIR/t.q4"
-	forward "$m" --score --all < "$ids" > "$BATS_TEST_TMPDIR/float"
-	forward "$m" --score --all --int8-activations --threads 1 < "$ids" > "$BATS_TEST_TMPDIR/a"
-	forward "$m" --score --all --int8-activations --threads 2 < "$ids" > "$BATS_TEST_TMPDIR/b"
-	QWENPIPE_SIMD=scalar forward "$m" --score --all --int8-activations < "$ids" > "$BATS_TEST_TMPDIR/c"
+	forward "$1" --score --all < "$ids" > "$BATS_TEST_TMPDIR/float"
+	forward "$1" --score --all "$2" --threads 1 < "$ids" > "$BATS_TEST_TMPDIR/a"
+	forward "$1" --score --all "$2" --threads 2 < "$ids" > "$BATS_TEST_TMPDIR/b"
+	QWENPIPE_SIMD=scalar forward "$1" --score --all "$2" < "$ids" > "$BATS_TEST_TMPDIR/c"
 	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
 	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/c"
 	run -1 cmp -s "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/float"
+}
+
+@test "--int8-activations: other logits, the same bits for any threads and SIMD level" {
+	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q4" --level int4 --embeddings 2>/dev/null
+	other_logits_same_bits "$BATS_TEST_TMPDIR/t.q4" --int8-activations
+}
+
+@test "--bf16-activations: a model with no bf16 weights is a usage error" {
+	run -2 bash -c "echo 1 2 | forward '$TINY' --f32 --bf16-activations --score"
+	assert_line --index 0 "forward: --bf16-activations: $TINY has no bf16 weights (--f32 widened them)"
+	assert_equal "${#lines[@]}" 2  # the message, then the usage line
+}
+
+@test "--bf16-activations: other logits, the same bits for any threads and SIMD level" {
+	other_logits_same_bits "$TINY" --bf16-activations
 }

@@ -91,6 +91,14 @@ first8() {
 	assert_output "0 1 0"
 }
 
+@test "bf16+b16: bf16 activations cost a little KL beside fp32, and refuse an f32-only level" {
+	run -0 --separate-stderr ppl "$TINY" --level bf16+b16 --max-chunks 2 --chunk 64 --json
+	run -0 jq -r '.levels[0] | "\(.scored) \(.mean_kl > 0 and .mean_kl < 1e-3) \(.top1_agree > 0.9)"' <<<"$output"
+	assert_output "126 true true"
+	run -1 ppl "$TINY" --level int4+embed+b16 --max-chunks 1
+	assert_output --partial "bf16 activations need bf16 weights; the model has none"
+}
+
 @test "the table has one row per level and chunk size" {
 	run -0 --separate-stderr ppl "$TINY" --level int4-rtn --chunk 32,64 --max-chunks 1
 	assert_line -n 0 --regexp "^level +chunk +weight bytes +ppl +delta +mean KL +top-1 +time$"
@@ -110,11 +118,13 @@ first8() {
 
 @test "bad input is one line naming the flag, line or file" {
 	run -2 ppl "$TINY" --level int3
-	assert_line -n 0 "ppl: --level: 'int3' is not fp32, bf16, int8, int4 or int4-rtn (with +embed, +a8 for the int levels)"
+	assert_line -n 0 "ppl: --level: 'int3' is not fp32, bf16, int8, int4 or int4-rtn (with +embed, +a8 for the int levels, +b16 for bf16 and the int levels)"
 	run -2 ppl "$TINY" --level fp32+a8
-	assert_line -n 0 "ppl: --level: 'fp32+a8' is not fp32, bf16, int8, int4 or int4-rtn (with +embed, +a8 for the int levels)"
+	assert_line -n 0 "ppl: --level: 'fp32+a8' is not fp32, bf16, int8, int4 or int4-rtn (with +embed, +a8 for the int levels, +b16 for bf16 and the int levels)"
+	run -2 ppl "$TINY" --level bf16+a8
+	assert_line -n 0 "ppl: --level: 'bf16+a8' is not fp32, bf16, int8, int4 or int4-rtn (with +embed, +a8 for the int levels, +b16 for bf16 and the int levels)"
 	run -2 ppl "$TINY" --level int8+a8+a8
-	assert_line -n 0 "ppl: --level: 'int8+a8+a8' is not fp32, bf16, int8, int4 or int4-rtn (with +embed, +a8 for the int levels)"
+	assert_line -n 0 "ppl: --level: 'int8+a8+a8' is not fp32, bf16, int8, int4 or int4-rtn (with +embed, +a8 for the int levels, +b16 for bf16 and the int levels)"
 	run -2 ppl "$TINY" --chunk 1
 	assert_line -n 0 --partial "ppl: --chunk: "
 	printf '1 2\n3 x\n' >"$BATS_TEST_TMPDIR/bad"

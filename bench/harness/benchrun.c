@@ -178,17 +178,18 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
 
 /* ---- the kernels' ceiling ---- */
 
-int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int rows,
-		     int cols, int reps, struct spread *gbs, struct err *e)
+int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int b16act,
+		     int rows, int cols, int reps, struct spread *gbs, struct err *e)
 {
 	size_t n = (size_t)rows * cols, np = (size_t)q8a_padded(cols);
 	float *wf = malloc(n * sizeof *wf), *x = malloc((size_t)cols * sizeof *x);
 	float *y = malloc((size_t)rows * sizeof *y), *scales = malloc(n / 8 + 64);
+	uint16_t *xb = malloc((size_t)cols * sizeof *xb);
 	void *data = malloc(n * 4);
 	double *t = malloc((size_t)reps * sizeof *t);
 	struct q8act xa = { .q = malloc(np), .scales = malloc(np / Q8A_BLOCK * sizeof(float)) };
 	int rc = -1;
-	if (!wf || !x || !y || !scales || !data || !t || !xa.q || !xa.scales) {
+	if (!wf || !x || !y || !scales || !xb || !data || !t || !xa.q || !xa.scales) {
 		err_set(e, "out of memory for a %dx%d kernel test", rows, cols);
 		goto done;
 	}
@@ -209,18 +210,21 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int row
 	else
 		quant_matrix(&src, type, w.group_size, 0, data, scales);
 	q8a_quantize(x, cols, &xa);
+	for (int i = 0; i < cols; i++)
+		xb[i] = f32_to_bf16(x[i]);
 	double bytes = (double)wmat_bytes(&w);
 	for (int i = -1; i < reps; i++) {
 		double t0 = time_now();
 		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = rows, .w = &w, .r0 = 0,
-			.r1 = rows, .x = x, .ldx = cols, .T = 1, .xa = act8 ? &xa : NULL });
+			.r1 = rows, .x = x, .ldx = cols, .T = 1, .xa = act8 ? &xa : NULL,
+			.xb = b16act ? xb : NULL });
 		if (i >= 0)
 			t[i] = bytes / (time_now() - t0) / 1e9;
 	}
 	*gbs = spread_of(t, reps);
 	rc = 0;
 done:
-	free(wf), free(x), free(y), free(scales), free(data), free(t), free(xa.q), free(xa.scales);
+	free(wf), free(x), free(y), free(scales), free(xb), free(data), free(t), free(xa.q), free(xa.scales);
 	return rc;
 }
 

@@ -44,6 +44,7 @@ struct bench_contender {
 	const char *path;        /* as given */
 	struct model_opts mo;
 	int act8;                /* run with int8 activations (forward_opts) */
+	int b16act;              /* run with bf16 activations (forward_opts) */
 	struct model m;
 	const char *precision;   /* "f32", "bf16", "int8", "int4" (of the matrices) */
 	const char *weights;     /* "mapped" or "copied" (or "widened" for f32) */
@@ -90,9 +91,11 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
  * bandwidth bounds the fraction of the limit decode can reach. The matrix
  * is random, quantized like quantize does (int4: group 32). act8 (int8 /
  * int4 only): the int8-activation kernel, the input quantized once before
- * the timed calls. Returns 0, or -1 with e set (memory). */
-int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int rows,
-		     int cols, int reps, struct spread *gbs, struct err *e);
+ * the timed calls; b16act (bf16 only): the bf16-activation kernel, the
+ * input rounded to bf16 the same way. Returns 0, or -1 with e set
+ * (memory). */
+int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int b16act,
+		     int rows, int cols, int reps, struct spread *gbs, struct err *e);
 
 struct bench_machine {
 	char cpu[128];       /* /proc/cpuinfo "model name" */

@@ -4,10 +4,12 @@
 #include "core/bf16.h"
 
 #include <assert.h>
+#include <float.h>
 #include <stdlib.h>
 
-/* Defined in kernels_avx2.c and kernels_avx512.c. */
-extern const struct kernels kernels_avx2, kernels_avx512;
+/* Defined in kernels_avx2.c and kernels_avx512.c (_dpbf16: the same with
+ * the vdpbf16ps bf16-activation product). */
+extern const struct kernels kernels_avx2, kernels_avx512, kernels_avx512_dpbf16;
 
 float kern_sum16(const float s[KDOT_LANES])
 {
@@ -35,6 +37,25 @@ static float dot_bf16_scalar(const uint16_t *a, const float *b, int n)
 	return kern_sum16(s);
 }
 
+/* A subnormal as a zero of its sign: the DAZ and FTZ of vdpbf16ps. */
+static float flush(float v)
+{
+	return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
+}
+
+static float dot_b16_scalar(const uint16_t *w, const uint16_t *x, int n)
+{
+	float s[KDOT_LANES] = {0};
+	for (int c = 0; c < n; c += 2 * KDOT_LANES)
+		for (int j = 0; j < KDOT_LANES; j++)
+			for (int i = c + 2 * j + 1; i >= c + 2 * j; i--) {
+				float a = i < n ? bf16_to_f32(w[i]) : 0.0f;
+				float b = i < n ? bf16_to_f32(x[i]) : 0.0f;
+				s[j] = flush(fmaf(flush(a), flush(b), s[j]));
+			}
+	return kern_sum16(s);
+}
+
 static void matmul_f32_scalar(float *y, int ldy, const float *w, int cols,
 			      int r0, int r1, const float *x, int ldx, int T)
 {
@@ -51,6 +72,15 @@ static void matmul_bf16_scalar(float *y, int ldy, const uint16_t *w, int cols,
 		for (int t = 0; t < T; t++)
 			y[(size_t)t * ldy + r] = dot_bf16_scalar(w + (size_t)r * cols,
 								 x + (size_t)t * ldx, cols);
+}
+
+void kern_matmul_b16_ref(float *y, int ldy, const uint16_t *w, int cols,
+			      int r0, int r1, const uint16_t *x, int ldx, int T)
+{
+	for (int r = r0; r < r1; r++)
+		for (int t = 0; t < T; t++)
+			y[(size_t)t * ldy + r] = dot_b16_scalar(w + (size_t)r * cols,
+								x + (size_t)t * ldx, cols);
 }
 
 static void rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps)
@@ -107,6 +137,7 @@ static const struct kernels kernels_scalar = {
 	.level = CPU_SCALAR,
 	.matmul_f32 = matmul_f32_scalar,
 	.matmul_bf16 = matmul_bf16_scalar,
+	.matmul_b16 = kern_matmul_b16_ref,
 	.dot = dot_scalar,
 	.rmsnorm = rmsnorm_scalar,
 	.softmax = softmax_scalar,
@@ -115,11 +146,17 @@ static const struct kernels kernels_scalar = {
 	.axpy = axpy_scalar,
 };
 
+int kern_has_dpbf16(void)
+{
+	return cpu_detect() == CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
+}
+
 const struct kernels *kernels_for(enum cpu_level level)
 {
 	assert(level <= cpu_detect());
 	switch (level) {
-	case CPU_AVX512: return &kernels_avx512;
+	case CPU_AVX512:
+		return kern_has_dpbf16() ? &kernels_avx512_dpbf16 : &kernels_avx512;
 	case CPU_AVX2: return &kernels_avx2;
 	default: return &kernels_scalar;
 	}

@@ -23,6 +23,14 @@
  *     x[i + d/2] = b*c + a*s (products rounded, then the add: no fma).
  *  silu_mul: g[i] = g[i] / (1 + kexp(-g[i])) * u[i].
  *  axpy: y[i] = fmaf(a, x[i], y[i]).
+ *  dot_b16(w, x, n), both bf16 (the opt-in bf16 activations): the order of
+ *     AVX512_BF16's vdpbf16ps. n is padded with zeros to a multiple of 32;
+ *     16 partial sums start at +0; for each 32 elements c .. c + 31, lane
+ *     j takes the pair c + 2j + 1, then c + 2j, each as
+ *     s[j] = ftz(fmaf(daz(w[i]), daz(x[i]), s[j])), where daz and ftz turn
+ *     a subnormal input or result into a zero of the same sign (the
+ *     instruction's fixed DAZ / FTZ); then the fold of dot. Checked against
+ *     the instruction in tests/c/test_kernels.c.
  *
  * The SIMD files are compiled with -ffp-contract=off (Makefile) so the
  * compiler never fuses a multiply and an add that the order above keeps
@@ -51,11 +59,15 @@ typedef void kmatmul_f32_fn(float *y, int ldy, const float *w, int cols,
 			    int r0, int r1, const float *x, int ldx, int T);
 typedef void kmatmul_bf16_fn(float *y, int ldy, const uint16_t *w, int cols,
 			     int r0, int r1, const float *x, int ldx, int T);
+/* The same with bf16 inputs x (dot_b16 above). */
+typedef void kmatmul_b16_fn(float *y, int ldy, const uint16_t *w, int cols,
+			    int r0, int r1, const uint16_t *x, int ldx, int T);
 
 struct kernels {
 	enum cpu_level level;
 	kmatmul_f32_fn *matmul_f32;
 	kmatmul_bf16_fn *matmul_bf16;
+	kmatmul_b16_fn *matmul_b16;  /* vdpbf16ps where the CPU has it */
 	float (*dot)(const float *a, const float *b, int n);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*softmax)(float *x, int n);
@@ -66,11 +78,18 @@ struct kernels {
 	void (*axpy)(float *y, float a, const float *x, int n);
 };
 
-/* The table for a level (not above cpu_detect(); the caller checks). */
+/* The table for a level (not above cpu_detect(); the caller checks). At
+ * CPU_AVX512 on a CPU with AVX512_BF16 (kern_has_dpbf16), matmul_b16 uses
+ * vdpbf16ps; every other table computes the same bits without it. */
 const struct kernels *kernels_for(enum cpu_level level);
+
+int kern_has_dpbf16(void);
 
 /* Scalar pieces shared by the SIMD files for their tails and reductions. */
 float kern_sum16(const float s[KDOT_LANES]);
+
+/* matmul_b16 in scalar code: every table's, except where vdpbf16ps runs. */
+kmatmul_b16_fn kern_matmul_b16_ref;
 
 /* out[0..cols) = row r of w, a WT_F32 or WT_BF16 matrix, as float (bf16
  * widened exactly). kern_row (matmul.h) takes any storage type. */

@@ -173,6 +173,7 @@ const struct kernels kernels_avx2 = {
 	.level = CPU_AVX2,
 	.matmul_f32 = matmul_f32,
 	.matmul_bf16 = matmul_bf16,
+	.matmul_b16 = kern_matmul_b16_ref,
 	.dot = dot,
 	.rmsnorm = rmsnorm,
 	.softmax = softmax,

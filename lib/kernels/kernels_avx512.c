@@ -110,9 +110,9 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 		}                                                             \
 	} while (0)
 
-#define MATMUL(NAME, BLOCK, WT)                                               \
-static void NAME(float *y, int ldy, const WT *w, int cols, int r0, int r1,    \
-		 const float *x, int ldx, int T)                              \
+#define MATMUL(NAME, BLOCK, WT, XT, ATTR)                                     \
+ATTR void NAME(float *y, int ldy, const WT *w, int cols, int r0, int r1,      \
+	       const XT *x, int ldx, int T)                                   \
 {                                                                             \
 	int r = r0;                                                           \
 	for (; r + 4 <= r1; r += 4)                                           \
@@ -123,9 +123,64 @@ static void NAME(float *y, int ldy, const WT *w, int cols, int r0, int r1,    \
 
 MATMUL_BLOCK(block_f32, float, ld_f32, ld_f32_tail)
 MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, ld_bf16_tail)
-MATMUL(matmul_f32, block_f32, float)
-MATMUL(matmul_bf16, block_bf16, uint16_t)
+MATMUL(matmul_f32, block_f32, float, float, static)
+MATMUL(matmul_bf16, block_bf16, uint16_t, float, static)
 
+/* bf16 activations (dot_b16 in kernels.h) with vdpbf16ps: 32 columns per
+ * step, lane j of the accumulator taking the pair 2j + 1, 2j of them, as
+ * dot_b16 says; the last cols % 32 columns as zero pairs (masked loads).
+ * Blocks as above: RB * TB accumulators, the rows of weights loaded once
+ * per step for all TB inputs. Only where kern_has_dpbf16(). */
+#define DPBF16 __attribute__((target("avx512bf16")))
+
+DPBF16 AI __m512 dp_step(__m512 acc, __m512i w, __m512i x)
+{
+	return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
+}
+
+DPBF16 AI void block_b16(float *y, int ldy, const uint16_t *w, int cols, int r,
+			 const uint16_t *x, int ldx, int t0, const int RB, const int TB)
+{
+	__m512 acc[4][6];
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+		acc[i][j] = _mm512_setzero_ps();
+	const uint16_t *wr[4], *xr[6];
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+		wr[i] = w + (size_t)(r + i) * cols;
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+		xr[j] = x + (size_t)(t0 + j) * ldx;
+	size_t ahead = prefetch_ahead(2 * (size_t)RB * (size_t)cols);
+	int k = 0;
+	for (; k + 32 <= cols; k += 32) {
+		__m512i wv[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
+			prefetch_at(wr[i] + k, ahead);
+			wv[i] = _mm512_loadu_si512(wr[i] + k);
+		}
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+			__m512i xv = _mm512_loadu_si512(xr[j] + k);
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				acc[i][j] = dp_step(acc[i][j], wv[i], xv);
+		}
+	}
+	if (k < cols) {
+		__mmask32 m = (__mmask32)((1ull << (cols - k)) - 1);
+		__m512i wv[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+			wv[i] = _mm512_maskz_loadu_epi16(m, wr[i] + k);
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+			__m512i xv = _mm512_maskz_loadu_epi16(m, xr[j] + k);
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				acc[i][j] = dp_step(acc[i][j], wv[i], xv);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+		y[(size_t)(t0 + j) * ldy + r + i] = hsum(acc[i][j]);
+}
+
+MATMUL(matmul_b16_dpbf16, block_b16, uint16_t, uint16_t, DPBF16 static)
 
 /* The lane primitives of kernels_simd.h: the 16 lanes in one zmm, tails
  * through masks. */
@@ -163,14 +218,10 @@ AI float v_hmax(V v) { return _mm512_reduce_max_ps(v); }
 
 #include "kernels/kernels_simd.h"
 
-const struct kernels kernels_avx512 = {
-	.level = CPU_AVX512,
-	.matmul_f32 = matmul_f32,
-	.matmul_bf16 = matmul_bf16,
-	.dot = dot,
-	.rmsnorm = rmsnorm,
-	.softmax = softmax,
-	.rope = rope,
-	.silu_mul = silu_mul,
-	.axpy = axpy,
-};
+#define AVX512_TABLE(B16)                                                     \
+	{ .level = CPU_AVX512, .matmul_f32 = matmul_f32, .matmul_bf16 = matmul_bf16, \
+	  .matmul_b16 = B16, .dot = dot, .rmsnorm = rmsnorm, .softmax = softmax,   \
+	  .rope = rope, .silu_mul = silu_mul, .axpy = axpy }
+
+const struct kernels kernels_avx512 = AVX512_TABLE(kern_matmul_b16_ref),
+		     kernels_avx512_dpbf16 = AVX512_TABLE(matmul_b16_dpbf16);

@@ -14,6 +14,11 @@ void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 			      m->T);
 		return;
 	case WT_BF16:
+		if (m->xb) {
+			k->matmul_b16(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->xb,
+				      w->cols, m->T);
+			return;
+		}
 		k->matmul_bf16(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->x, m->ldx,
 			       m->T);
 		return;

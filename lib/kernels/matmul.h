@@ -19,7 +19,10 @@
  * the SIMD level. xa: NULL, or the T inputs already quantized to int8 (xa[t]
  * is x_t through q8a_quantize): then an int8 or int4 w multiplies them with
  * the int8-activation kernel (quant_matmul_q8a; x is not read), and float32
- * or bf16 weights ignore xa and multiply x. */
+ * or bf16 weights ignore xa and multiply x. xb: NULL, or the T inputs
+ * rounded to bf16 (f32_to_bf16), cols apart: then a bf16 w multiplies them
+ * with matmul_b16 (dot_b16 in kernels.h; x is not read), and other weights
+ * ignore xb. */
 struct kern_mm {
 	float *y;
 	int ldy;
@@ -28,6 +31,7 @@ struct kern_mm {
 	const float *x;
 	int ldx, T;
 	const struct q8act *xa;
+	const uint16_t *xb;
 };
 
 void kern_matmul(const struct kernels *k, const struct kern_mm *m);

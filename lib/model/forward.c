@@ -1,5 +1,6 @@
 /* forward: see forward.h. */
 #include "model/forward.h"
+#include "core/bf16.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ struct mm_job {
 	int ldx, T;
 	int paired;
 	const struct q8act *xa;  /* x quantized (act8), or NULL: set by run_mm */
+	const uint16_t *xb;      /* x rounded to bf16 (b16act), or NULL: the same */
 };
 
 static void mm_part(void *arg, int i, int n)
@@ -47,7 +49,7 @@ static void mm_part(void *arg, int i, int n)
 		r1 = r1 > p->w->rows ? p->w->rows : r1;
 		kern_matmul(j->f->k, &(struct kern_mm){ .y = p->y, .ldy = p->ldy,
 			.w = p->w, .r0 = r0, .r1 = r1, .x = j->x, .ldx = j->ldx,
-			.T = j->T, .xa = j->xa });
+			.T = j->T, .xa = j->xa, .xb = j->xb });
 		if (!j->paired)
 			base += p->w->rows;
 	}
@@ -57,26 +59,42 @@ static void mm_part(void *arg, int i, int n)
 					  j->mm[1].y + (size_t)t * j->mm[1].ldy + lo, hi - lo);
 }
 
-/* With act8, quantizes the job's inputs once (for its integer matrices)
- * before the rows are split. */
-static void quantize_inputs(struct mm_job *j)
+/* Whether any matrix of the job is stored as `type` (or as an integer type
+ * for WT_Q8). */
+static int job_has(const struct mm_job *j, enum wtype type)
 {
-	struct forward *f = j->f;
 	int any = 0;
 	for (int m = 0; m < j->n; m++)
-		any |= wmat_is_int(j->mm[m].w);
+		any |= type == WT_Q8 ? wmat_is_int(j->mm[m].w) : j->mm[m].w->type == type;
+	return any;
+}
+
+/* With act8, quantizes the job's inputs once (for its integer matrices),
+ * with b16act rounds them to bf16 (for its bf16 matrices), before the rows
+ * are split. */
+static void convert_inputs(struct mm_job *j)
+{
+	struct forward *f = j->f;
+	int cols = j->mm[0].w->cols;
 	j->xa = NULL;
-	if (!f->act8 || !any)
-		return;
-	for (int t = 0; t < j->T; t++)
-		q8a_quantize(j->x + (size_t)t * j->ldx, j->mm[0].w->cols, &f->xa[t]);
-	j->xa = f->xa;
+	j->xb = NULL;
+	if (f->act8 && job_has(j, WT_Q8)) {
+		for (int t = 0; t < j->T; t++)
+			q8a_quantize(j->x + (size_t)t * j->ldx, cols, &f->xa[t]);
+		j->xa = f->xa;
+	}
+	if (f->b16act && job_has(j, WT_BF16)) {
+		for (int t = 0; t < j->T; t++)
+			for (int i = 0; i < cols; i++)
+				f->xb[(size_t)t * cols + i] = f32_to_bf16(j->x[(size_t)t * j->ldx + i]);
+		j->xb = f->xb;
+	}
 }
 
 static void run_mm(struct mm_job *j)
 {
 	struct forward *f = j->f;
-	quantize_inputs(j);
+	convert_inputs(j);
 	pool_run(f->pool, mm_part, j);
 }
 
@@ -269,17 +287,33 @@ static float *alloc(struct forward *f, size_t n)
 	return alloc_n(f, n, sizeof(float));
 }
 
-int forward_has_int_weights(const struct model *m)
+/* Whether pred holds for any matrix of m's blocks or its LM head. */
+static int any_matrix(const struct model *m, int (*pred)(const struct wmat *))
 {
-	int any = wmat_is_int(&m->w.lm_head);
+	int any = pred(&m->w.lm_head);
 	for (int l = 0; l < m->cfg.n_layers; l++) {
 		const struct layer_weights *L = &m->w.layers[l];
 		const struct wmat *ws[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate,
 					    &L->up, &L->down };
 		for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-			any |= wmat_is_int(ws[i]);
+			any |= pred(ws[i]);
 	}
 	return any;
+}
+
+static int is_bf16(const struct wmat *w)
+{
+	return w->type == WT_BF16;
+}
+
+int forward_has_int_weights(const struct model *m)
+{
+	return any_matrix(m, wmat_is_int);
+}
+
+int forward_has_bf16_weights(const struct model *m)
+{
+	return any_matrix(m, is_bf16);
 }
 
 /* act8: the quantized inputs of one product, batch rows of the widest. */
@@ -311,9 +345,12 @@ int forward_init(struct forward *f, const struct model *m,
 	f->trace_arg = o->trace_arg;
 	f->attn_trace = o->attn_trace;
 	f->attn_arg = o->attn_arg;
+	f->b16act = o->b16act;
 	if (f->act8 && !forward_has_int_weights(m))
 		return err_set(e, "int8 activations need int8 or int4 weights; the model "
 			       "has none");
+	if (f->b16act && !forward_has_bf16_weights(m))
+		return err_set(e, "bf16 activations need bf16 weights; the model has none");
 	f->ctx = o->ctx > 0 ? o->ctx : c->max_positions < FORWARD_CTX_DEFAULT
 						? c->max_positions : FORWARD_CTX_DEFAULT;
 	if (f->ctx > c->max_positions)
@@ -340,7 +377,8 @@ int forward_init(struct forward *f, const struct model *m,
 	widest = FF > widest ? FF : widest;
 	if (!f->x || !f->xn || !f->tmp || !f->q || !f->att || !f->g || !f->u ||
 	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin ||
-	    (f->act8 && alloc_act8(f, widest) < 0)) {
+	    (f->act8 && alloc_act8(f, widest) < 0) ||
+	    (f->b16act && !(f->xb = alloc_n(f, B * widest, sizeof *f->xb)))) {
 		forward_free(f);
 		return err_set(e, "out of memory for the run state (%zu bytes)",
 			       f->state_bytes);
@@ -358,7 +396,8 @@ void forward_free(struct forward *f)
 {
 	pool_free(f->pool);
 	void *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
-			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xa_q, f->xa_s };
+			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xa_q, f->xa_s,
+			 f->xb };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	memset(f, 0, sizeof *f);

@@ -37,10 +37,20 @@
  * widest input (hidden, heads x head_dim or intermediate); the workers only
  * read them. Quantizing costs accuracy: `ppl` reports it as its own level.
  *
+ * Bf16 activations (b16act, `--bf16-activations`): every product by a bf16
+ * matrix rounds its input to bf16 (round to nearest even, once per
+ * product, by the calling thread, as act8 does) and runs the bf16-activation
+ * kernel (dot_b16 in lib/kernels/kernels.h: vdpbf16ps where the level is
+ * AVX-512 and the CPU has AVX512_BF16, else the scalar reference: the same
+ * bits on any x86-64). Half the multiply instructions of the float-input
+ * kernel, at the cost of the activations' low 16 bits: `ppl` reports it as
+ * its own level (+b16). Float32 and integer matrices are unaffected; the
+ * logits stay bitwise independent of threads, level and chunking.
+ *
  * Memory: everything (activations for `batch` tokens, logits for `batch`
  * positions, the KV cache for `ctx` positions, the RoPE table, attention
- * scratch, the int8 inputs with act8) is allocated by forward_init;
- * forward_eval allocates nothing.
+ * scratch, the int8 inputs with act8, the bf16 ones with b16act) is
+ * allocated by forward_init; forward_eval allocates nothing.
  */
 #ifndef FORWARD_H
 #define FORWARD_H
@@ -59,8 +69,6 @@
 #define FORWARD_CTX_DEFAULT 4096
 #define FORWARD_BATCH_DEFAULT 64
 
-/* Who multiplies a batch (>= 2 tokens) by float32 weights. bf16 and
- * quantized weights always use our kernels. */
 /* Called for the last position (pos) of each forward_eval: index 0 is the
  * embedding output, i in 1..n_layers the output of block i - 1, n_layers + 1
  * the output of the final RMSNorm (h has n = hidden_size floats). */
@@ -81,6 +89,8 @@ struct forward_opts {
 	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
 	int act8;           /* int8 activations for the int8 / int4 matrices (above);
 			     * the model must have some (forward_has_int_weights) */
+	int b16act;         /* bf16 activations for the bf16 matrices (above); the
+			     * model must have some (forward_has_bf16_weights) */
 	/* Observers (NULL: none), called with their arg: */
 	forward_trace_fn *trace;     /* the residual stream (below) */
 	void *trace_arg;
@@ -98,7 +108,7 @@ struct forward {
 	const struct kernels *k;
 	struct pool *pool;
 	int threads, ctx, batch;
-	int act8;
+	int act8, b16act;
 	int n_past;           /* positions in the KV cache */
 	long positions;       /* positions run through the blocks since init */
 	long head_rows;       /* positions whose logits were computed */
@@ -124,11 +134,15 @@ struct forward {
 	struct q8act *xa;    /* act8: [B] one product's inputs, quantized */
 	int8_t *xa_q;        /* act8: [B x q8a_padded(widest input)] their codes */
 	float *xa_s;         /* act8: their block scales */
+	uint16_t *xb;        /* b16act: [B x widest input] one product's inputs */
 };
 
 /* Whether any matrix of m's blocks or its LM head stores integers (int8,
  * int4): what act8 needs to change anything. */
 int forward_has_int_weights(const struct model *m);
+
+/* Whether any of them is stored as bf16: what b16act needs. */
+int forward_has_bf16_weights(const struct model *m);
 
 /* Allocates the run state and starts the pool; fails when o->act8 is set
  * and m has no integer matrices. On failure nothing is left to free. The

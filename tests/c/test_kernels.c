@@ -209,6 +209,95 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 	}
 }
 
+/* bf16 activations (dot_b16 in kernels.h). The reference against the sum
+ * in double of the same bf16 products: each of the n steps rounds once
+ * (relative 2^-24) and the 4 folds once each, so the error is bounded by
+ * (n / 16 + 4) * 2^-24 times the sum of |products| per lane; 1e-6 of the
+ * total covers n = 1023 here. Then every table's matmul_b16 (vdpbf16ps
+ * where the CPU has it) against the reference, bitwise, on odd shapes,
+ * with ordinary values and with values whose products and partial sums
+ * fall below FLT_MIN, where the flushes (DAZ, FTZ) decide the bits. */
+static uint16_t b16(float scale)
+{
+	return f32_to_bf16(frand() * scale);
+}
+
+static void check_b16(void)
+{
+	static uint16_t wa[MAXN], xa[MAXN];
+	double worst = 0;
+	for (int si = 0; si < NSIZES; si++) {
+		int n = sizes[si];
+		for (int i = 0; i < n; i++) {
+			wa[i] = b16(2);
+			xa[i] = b16(2);
+		}
+		double d = 0, ad = 0;
+		for (int i = 0; i < n; i++) {
+			double p = (double)bf16_to_f32(wa[i]) * bf16_to_f32(xa[i]);
+			d += p;
+			ad += fabs(p);
+		}
+		float y;
+		kern_matmul_b16_ref(&y, 1, wa, n, 0, 1, xa, n, 1);
+		double e = fabs(y - d) / (ad + 1e-30);
+		worst = e > worst ? e : worst;
+	}
+	printf("dot_b16 reference vs double (relative): %.2g\n", worst);
+	CHECK(worst < 1e-6, "dot_b16: relative error %g", worst);
+
+	/* Closed forms of the documented order, w = 1 throughout. The pair
+	 * order: lane 0 takes x[1] = 1, x[0] = 0, then x[33] = 2^-24 (1 + 2^-24
+	 * ties to 1), then x[32] = -1: 0. Even elements first, or one rounding,
+	 * would give 2^-24. FTZ: 2^-70 * 2^-70 is a subnormal, flushed to 0.
+	 * DAZ: x = 0x0001 (a subnormal bf16) times 2^100 is 0, not 2^-33. */
+	uint16_t one[34], xo[34] = { 0 };
+	for (int i = 0; i < 34; i++)
+		one[i] = 0x3f80;
+	xo[1] = 0x3f80, xo[33] = 0x3380, xo[32] = 0xbf80;
+	float yo = -1, yf = -1, yd = -1;
+	uint16_t w70 = 0x1c80, w100 = 0x7180, xsub = 0x0001;  /* 2^-70, 2^100 */
+	kern_matmul_b16_ref(&yo, 1, one, 34, 0, 1, xo, 34, 1);
+	kern_matmul_b16_ref(&yf, 1, &w70, 1, 0, 1, &w70, 1, 1);
+	kern_matmul_b16_ref(&yd, 1, &w100, 1, 0, 1, &xsub, 1, 1);
+	CHECK(yo == 0 && !signbit(yo), "dot_b16 pair order: %a, want 0", yo);
+	CHECK(yf == 0, "dot_b16 FTZ: %a, want 0", yf);
+	CHECK(yd == 0, "dot_b16 DAZ: %a, want 0", yd);
+
+	int shapes[][3] = { { 13, 37, 1 }, { 9, 32, 5 }, { 21, 100, 7 }, { 4, 64, 4 },
+			    { 5, 18, 6 }, { 7, 50, 13 }, { 6, 896, 3 } };
+	for (int tiny = 0; tiny <= 1; tiny++)
+		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+			int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
+			uint16_t *w = malloc(2 * (size_t)rows * cols);
+			uint16_t *x = malloc(2 * (size_t)T * cols);
+			float *y1 = calloc((size_t)T * rows, sizeof(float));
+			float *y2 = calloc((size_t)T * rows, sizeof(float));
+			/* tiny: products near 2^-126 * 2^-10, half of them below
+			 * FLT_MIN, and some inputs subnormal bf16 */
+			for (int i = 0; i < rows * cols; i++)
+				w[i] = tiny ? f32_to_bf16(frand() * 0x1p-60f) : b16(1);
+			for (int i = 0; i < T * cols; i++)
+				x[i] = tiny ? (i % 5 == 0 ? (uint16_t)(i & 0x807f)
+							  : f32_to_bf16(frand() * 0x1p-66f))
+					    : b16(1);
+			kern_matmul_b16_ref(y1, rows, w, cols, 1, rows, x, cols, T);
+			for (int l = CPU_SCALAR; l <= (int)cpu_detect(); l++) {
+				const struct kernels *k = kernels_for((enum cpu_level)l);
+				memset(y2, 0, sizeof(float) * (size_t)T * rows);
+				k->matmul_b16(y2, rows, w, cols, 1, rows, x, cols, T);
+				CHECK(same_bits(y1, y2, T * rows),
+				      "%s%s matmul_b16 %dx%d T=%d%s differs", cpu_level_name(k->level),
+				      l == CPU_AVX512 && kern_has_dpbf16() ? " (vdpbf16ps)" : "",
+				      rows, cols, T, tiny ? ", tiny values" : "");
+			}
+			free(w);
+			free(x);
+			free(y1);
+			free(y2);
+		}
+}
+
 int main(void)
 {
 	const struct kernels *ref = kernels_for(CPU_SCALAR);
@@ -217,5 +306,7 @@ int main(void)
 	printf("this machine: %s\n", cpu_level_name(cpu_level_env(NULL)));
 	for (int l = CPU_AVX2; l <= (int)cpu_level_env(NULL); l++)
 		check_level(ref, kernels_for((enum cpu_level)l));
+	printf("vdpbf16ps: %s\n", kern_has_dpbf16() ? "yes" : "no (the scalar reference)");
+	check_b16();
 	return check_done("kernels");
 }

@@ -49,7 +49,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OPT_ACT8 = CLI_LONG, OPT_SYNTH, OPT_CONFIG, OPT_MEMBW,
+enum { OPT_ACT8 = CLI_LONG, OPT_B16ACT, OPT_SYNTH, OPT_CONFIG, OPT_MEMBW,
        OPT_MEMBW_MIB, OPT_NO_SGEMM, OPT_RECORD, OPT_NO_RECORD, OPT_LLAMA, OPT_GGUF };
 
 static const struct cli_opt opts[] = {
@@ -69,6 +69,9 @@ static const struct cli_opt opts[] = {
 	{ OPT_ACT8, "int8-activations", NULL, "also run each int8 / int4 container with int8\n"
 	  "activations (forward --int8-activations): one\n"
 	  "more contender each, named with +a8" },
+	{ OPT_B16ACT, "bf16-activations", NULL, "also run each bf16 model with bf16 activations\n"
+	  "(forward --bf16-activations): one more contender\n"
+	  "each, named with +b16" },
 	{ OPT_SYNTH, "synthetic", NULL, "add the synthetic full-size bf16 model and its\n"
 	  "int8 and int4 containers (written once to\n"
 	  "${XDG_CACHE_HOME:-~/.cache}/qwenpipe)" },
@@ -93,8 +96,8 @@ static const struct cli_opt opts[] = {
 static const struct cli_spec spec = {
 	.prog = "bench",
 	.usage = "bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
-		 "[--weights LIST] [--int8-activations] [--synthetic] [--membw] "
-		 "[--llama-bench PATH --gguf FILE...] [--record FILE | --no-record]",
+		 "[--weights LIST] [--int8-activations] [--bf16-activations] [--synthetic] "
+		 "[--membw] [--llama-bench PATH --gguf FILE...] [--record FILE | --no-record]",
 	.about = "Measures prefill, time to first token, decode and the sampler on each\n"
 		 "MODEL against the memory bandwidth measured in the same run.\n",
 	.opts = opts,
@@ -230,7 +233,7 @@ struct opts {
 	int threads[MAX_THREADS], n_threads;
 	int weights[W_N], n_weights;
 	const char *output;
-	int synthetic, membw_only, sgemm, act8;
+	int synthetic, membw_only, sgemm, act8, b16act;
 	const char *config;
 	size_t membw_bytes;
 	const char *record;
@@ -248,7 +251,8 @@ static void measure_open(struct contender *c, const struct opts *o)
 		cli_die_err(&e);
 	struct forward f;
 	struct forward_opts fo = { .threads = 1, .ctx = o->prompt + o->tokens + 1,
-				   .level = cpu_level_env(NULL), .act8 = c->b.act8 };
+				   .level = cpu_level_env(NULL), .act8 = c->b.act8,
+				   .b16act = c->b.b16act };
 	struct bench_rep r;
 	if (forward_init(&f, &c->b.m, &fo, &e) < 0 || bench_run(&f, c->s, o->prompt,
 								 o->tokens, &r, &e) < 0)
@@ -309,6 +313,7 @@ static cJSON *contender_record(const char *kind, const struct contender *c, int 
 	cJSON_AddStringToObject(j, "precision", c->b.precision);
 	cJSON_AddStringToObject(j, "weights", c->b.weights);
 	cJSON_AddBoolToObject(j, "int8_activations", c->b.act8);
+	cJSON_AddBoolToObject(j, "bf16_activations", c->b.b16act);
 	add_sizes(j, o, t);
 	return j;
 }
@@ -614,6 +619,7 @@ int main(int argc, char **argv)
 			break;
 		case 'w': o.n_weights = parse_weights(v, o.weights); break;
 		case OPT_ACT8: o.act8 = 1; break;
+		case OPT_B16ACT: o.b16act = 1; break;
 		case OPT_SYNTH: o.synthetic = 1; break;
 		case OPT_CONFIG: o.config = v; break;
 		case OPT_MEMBW: o.membw_only = 1; break;
@@ -694,7 +700,7 @@ int main(int argc, char **argv)
 	struct contender *cs = calloc((size_t)np * W_N * 2 + 1, sizeof *cs);
 	if (!cs)
 		cli_die("out of memory");
-	int nc = 0, n_act8 = 0;
+	int nc = 0, n_act8 = 0, n_b16 = 0;
 	for (int i = 0; i < np; i++)
 		for (int w = 0; w < o.n_weights; w++) {
 			struct modelpath mp;
@@ -708,17 +714,25 @@ int main(int argc, char **argv)
 			/* Containers hold the integer matrices: with
 			 * --int8-activations, a twin that runs them with int8
 			 * activations. */
-			for (int a8 = 0; a8 <= (o.act8 && container); a8++) {
+			/* A bf16 model (not widened), with --bf16-activations:
+			 * a twin with bf16 activations. */
+			int twin = container ? o.act8 : o.b16act && o.weights[w] != W_F32;
+			for (int a = 0; a <= twin; a++) {
 				struct contender *k = &cs[nc++];
 				k->path = i;
 				k->b.path = paths[i];
 				k->label = labels[i] ? labels[i] : base_name(paths[i]);
 				k->b.mo.mmap = o.weights[w] == W_MAPPED;
 				k->b.mo.f32 = o.weights[w] == W_F32;
-				k->b.act8 = a8;
-				n_act8 += a8;
+				k->b.act8 = a && container;
+				k->b.b16act = a && !container;
+				n_act8 += k->b.act8;
+				n_b16 += k->b.b16act;
 			}
 		}
+	if (o.b16act && n_b16 == 0)
+		cli_die_usage("--bf16-activations: no bf16 model among the models (a "
+			  "safetensors model, not --weights f32 only)");
 	if (o.act8 && n_act8 == 0)
 		cli_die_usage("--int8-activations: no int8 or int4 container among the models "
 			  "(quantize one, or --synthetic)");
@@ -732,7 +746,8 @@ int main(int argc, char **argv)
 		progress("opening %s", cs[i].b.path);
 		measure_open(&cs[i], &o);
 		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s%s", cs[i].label,
-			 cs[i].b.precision, cs[i].b.act8 ? "+a8" : "",
+			 cs[i].b.precision,
+			 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "",
 			 o.n_weights > 1 ? " " : "", o.n_weights > 1 ? cs[i].b.weights : "");
 		cs[i].reps = calloc((size_t)(o.n_threads * o.reps), sizeof *cs[i].reps);
 		if (!cs[i].reps)
@@ -750,18 +765,20 @@ int main(int argc, char **argv)
 
 	/* The kernels' ceilings, one per precision (bench_kernel_gbs) and
 	 * activation type, on a hidden x hidden matrix of the first model's
-	 * shape: slot type + 4 * act8. */
+	 * shape: slot type + 4 for the twin's activations (int8 for int8 and
+	 * int4, bf16 for bf16). */
 	const struct kernels *kern = kernels_for(cpu_level_env(NULL));
 	struct spread kgbs[8];
 	int kdone[8] = { 0 };
 	for (int i = 0; i < nc; i++) {
 		enum wtype t = cs[i].b.m.w.layers[0].gate.type;
-		int H = cs[0].b.m.cfg.hidden_size, slot = t + 4 * cs[i].b.act8;
+		int H = cs[0].b.m.cfg.hidden_size,
+		    slot = t + 4 * (cs[i].b.act8 || cs[i].b.b16act);
 		if (!kdone[slot]) {
 			progress("kernel ceiling, %s%s", cs[i].b.precision,
-				 cs[i].b.act8 ? "+a8" : "");
-			if (bench_kernel_gbs(kern, t, cs[i].b.act8, H, H, KERNEL_REPS,
-					     &kgbs[slot], &e) < 0)
+				 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "");
+			if (bench_kernel_gbs(kern, t, cs[i].b.act8, cs[i].b.b16act, H, H,
+					     KERNEL_REPS, &kgbs[slot], &e) < 0)
 				cli_die_err(&e);
 			kdone[slot] = 1;
 		}
@@ -781,6 +798,7 @@ int main(int argc, char **argv)
 		struct bench_rep warm;
 		for (int i = 0; i < nc; i++) {
 			fo.act8 = cs[i].b.act8;
+			fo.b16act = cs[i].b.b16act;
 			if (forward_init(&cs[i].f, &cs[i].b.m, &fo, &e) < 0 ||
 			    bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens, &warm, &e) < 0)
 				cli_die("%s: %s", cs[i].b.path, e.msg);
@@ -822,8 +840,8 @@ int main(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "passes", bw[t].reps);
 		add_spread(j, "gbs", bw[t].gbs);
 	}
-	static const char *tnames[8] = { "f32", "bf16", "int8", "int4", "", "", "int8+a8",
-					 "int4+a8" };
+	static const char *tnames[8] = { "f32", "bf16", "int8", "int4", "", "bf16+b16",
+					 "int8+a8", "int4+a8" };
 	for (int t = 0; t < 8; t++) {
 		if (!kdone[t])
 			continue;

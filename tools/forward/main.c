@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 enum { OPT_SCORE = CLI_LONG, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_F32, OPT_MMAP,
-       OPT_ACT8, OPT_TOP };
+       OPT_ACT8, OPT_B16ACT, OPT_TOP };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory, a .safetensors file with its\n"
@@ -89,6 +89,11 @@ static const struct cli_opt opts[] = {
 	  "it, else a scalar kernel with the same results):\n"
 	  "less exact (ppl --level int8+a8 measures it); for\n"
 	  "int8 / int4 containers (a float model: usage error)" },
+	{ OPT_B16ACT, "bf16-activations", NULL, "round the input of every bf16 matrix to bf16 and\n"
+	  "multiply bf16 pairs (AVX512_BF16 where the CPU has\n"
+	  "it, else a scalar kernel with the same results):\n"
+	  "faster prompts, less exact (ppl --level bf16+b16\n"
+	  "measures it); for bf16 weights (else usage error)" },
 	{ 'v', "verbose", NULL, "load time, memory, per-call timings and, at the\n"
 	  "end, the positions computed on stderr" },
 	{ 'd', "dump", NULL, "read a logits stream on stdin, print it as text" },
@@ -100,7 +105,7 @@ static const struct cli_spec spec = {
 	.prog = "forward",
 	.usage = "forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
 		 "[--no-cache] [--threads N] [--ctx N] [--f32] [--mmap] "
-		 "[--int8-activations] [-v] < ids\n"
+		 "[--int8-activations] [--bf16-activations] [-v] < ids\n"
 		 "forward --dump [--top K] < logits",
 	.about = "Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
 		 "line) on stdin, the binary logits stream on stdout.\n",
@@ -506,6 +511,7 @@ int main(int argc, char **argv)
 		case OPT_F32: mo.f32 = 1; break;
 		case OPT_MMAP: mo.mmap = 1; break;
 		case OPT_ACT8: fo.act8 = 1; break;
+		case OPT_B16ACT: fo.b16act = 1; break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
 		case OPT_TOP: top = (int)cli_flag_long("--top", v, 1, 1000); break;
@@ -543,6 +549,9 @@ int main(int argc, char **argv)
 	if (fo.act8 && !forward_has_int_weights(&m))
 		cli_die_usage("--int8-activations: %s has no int8 or int4 weights (quantize it "
 			  "first)", path);
+	if (fo.b16act && !forward_has_bf16_weights(&m))
+		cli_die_usage("--bf16-activations: %s has no bf16 weights (%s)", path,
+			  mo.f32 ? "--f32 widened them" : "it stores none");
 	struct trace tr = { .n_layers = m.cfg.n_layers };
 	if (trace_path) {
 		cli_outfile_open(&tr.out, trace_path);
@@ -559,12 +568,14 @@ int main(int argc, char **argv)
 		cli_die("%s: %s", path, e.msg);
 	if (verbose)
 		fprintf(stderr, "forward: %s: loaded in %.1f ms; weights %.1f MiB (%s%s), "
-			"run state %.1f MiB (ctx %d, batch %d); %s kernels%s, %d thread%s\n",
+			"run state %.1f MiB (ctx %d, batch %d); %s kernels%s%s, %d thread%s\n",
 			path, (t1 - t0) * 1e3, m.weight_bytes / 1048576.0,
 			mo.f32 ? "f32" : "as stored", m.copied ? ", copied" : ", mapped",
 			f.state_bytes / 1048576.0, f.ctx, f.batch, cpu_level_name(f.k->level),
 			!fo.act8 ? "" : quant_q8a_vnni(f.k->level)
 				? ", int8 activations (VNNI)" : ", int8 activations (scalar)",
+			!fo.b16act ? "" : f.k->level == CPU_AVX512 && kern_has_dpbf16()
+				? ", bf16 activations (vdpbf16ps)" : ", bf16 activations (scalar)",
 			f.threads, f.threads == 1 ? "" : "s");
 	if (verbose && m.note[0])
 		fprintf(stderr, "forward: %s: %s\n", path, m.note);

@@ -6,8 +6,9 @@
  *
  * Each level is the safetensors MODEL loaded as float32, as bf16, or
  * quantized in memory (lib/model/qmodel.h: the same code as `quantize`), with
- * int8 activations for +a8 (lib/model/forward.h); each CONTAINER (.q8, .q4
- * or .gguf) is one more level, read as stored (float activations). Every level runs side by
+ * int8 activations for +a8 and bf16 activations for +b16
+ * (lib/model/forward.h); each CONTAINER (.q8, .q4 or .gguf) is one more
+ * level, read as stored (float activations). Every level runs side by
  * side with the float32 model (lib/model/ppl.h), which gives the KL divergence
  * and top-1 agreement without writing any logits anywhere.
  */
@@ -44,7 +45,9 @@ static const struct cli_opt opts[] = {
 	  "int4-rtn (the round-to-nearest baseline), each int\n"
 	  "level optionally with +embed (the embeddings too)\n"
 	  "and +a8 (int8 activations, forward\n"
-	  "--int8-activations), e.g. int4+embed+a8\n"
+	  "--int8-activations), e.g. int4+embed+a8; bf16\n"
+	  "and the int levels with +b16 (bf16 activations for\n"
+	  "the bf16 matrices, forward --bf16-activations)\n"
 	  "(default fp32,bf16,int8,int4); a CONTAINER runs\n"
 	  "with float activations (its +a8 is the level\n"
 	  "quantized in memory: the same weights)" },
@@ -91,6 +94,7 @@ struct level {
 	enum kind kind;
 	struct qscheme qs;
 	int act8;          /* +a8 */
+	int b16act;        /* +b16 */
 	const char *path;  /* LV_FILE */
 };
 
@@ -102,8 +106,9 @@ static int parse_level(const char *s, int group, struct level *l)
 		l->kind = LV_FP32;
 		return 0;
 	}
-	if (!strcmp(s, "bf16")) {
+	if (!strcmp(s, "bf16") || !strcmp(s, "bf16+b16")) {
 		l->kind = LV_BF16;
+		l->b16act = s[4] != 0;
 		return 0;
 	}
 	static const char *const q[] = { "int8", "int4", "int4-rtn" };
@@ -122,6 +127,9 @@ static int parse_level(const char *s, int group, struct level *l)
 			} else if (!strncmp(p, "+a8", 3) && !l->act8) {
 				l->act8 = 1;
 				p += 3;
+			} else if (!strncmp(p, "+b16", 4) && !l->b16act) {
+				l->b16act = 1;
+				p += 4;
 			} else {
 				return -1;
 			}
@@ -194,10 +202,11 @@ static void load(struct model *m, const char *path, const struct level *l)
 		cli_die_err(&e);
 }
 
-static void start(struct forward *f, const struct model *m, int ctx, int threads, int act8)
+static void start(struct forward *f, const struct model *m, int ctx, int threads,
+		  const struct level *l)
 {
 	struct forward_opts o = { .threads = threads, .ctx = ctx, .level = cpu_level_env(NULL),
-				  .act8 = act8 };
+				  .act8 = l->act8, .b16act = l->b16act };
 	struct err e;
 	if (forward_init(f, m, &o, &e) < 0)
 		cli_die_err(&e);
@@ -342,7 +351,8 @@ int main(int argc, char **argv)
 				cli_die_usage("--level: more than %d levels", MAX_LEVELS);
 			if (parse_level(tok, (int)group, &levels[nl++]) < 0)
 				cli_die_usage("--level: '%s' is not fp32, bf16, int8, int4 or int4-rtn "
-					  "(with +embed, +a8 for the int levels)", tok);
+					  "(with +embed, +a8 for the int levels, +b16 for bf16 "
+					  "and the int levels)", tok);
 		}
 		free(list);
 		for (int i = optind + 1; i < argc; i++) {
@@ -384,7 +394,7 @@ int main(int argc, char **argv)
 	static const struct level fp32 = { .name = "fp32", .kind = LV_FP32 };
 	if (side) {
 		load(&ref, model, &fp32);
-		start(&fref, &ref, (int)maxc, (int)threads, 0);
+		start(&fref, &ref, (int)maxc, (int)threads, &fp32);
 	}
 
 	struct row rows[MAX_LEVELS * MAX_CHUNKS];
@@ -399,7 +409,7 @@ int main(int argc, char **argv)
 			fp = &fref;
 		} else {
 			load(&m, levels[i].kind == LV_FILE ? levels[i].path : model, &levels[i]);
-			start(&f, &m, (int)maxc, (int)threads, levels[i].act8);
+			start(&f, &m, (int)maxc, (int)threads, &levels[i]);
 		}
 		for (int k = 0; k < nchunks; k++) {
 			struct row *r = &rows[nr++];
