@@ -20,9 +20,11 @@
  * sgemm against our f32 and bf16 kernels, in GFLOP/s.
  *
  *   make bench                      (all benchmarks; appends to bench/results.jsonl)
- *   build/bench/forward [--quick]   (this one; --quick: bf16 copied only)
+ *   build/bench/forward [--quick | --gemm]   (this one; --quick: bf16
+ *                                   copied only; --gemm: the product only)
  */
 #include "harness/benchrun.h"
+#include "core/bf16.h"
 #include "model/forward.h"
 #include "harness/membw.h"
 #include "model/model.h"
@@ -76,24 +78,27 @@ static double bandwidth(int threads)
 /* GFLOP/s of Y[64 x 512] = X[64 x 896] W^T, one thread, best of 300: a
  * slice of a projection small enough (about 1 ms) that the best repetition
  * ran without being preempted on a shared machine:
- * OpenBLAS sgemm, our f32 kernel, our bf16 kernel. */
-static void gemm_gflops(double out[3])
+ * OpenBLAS sgemm, our f32 kernel, our bf16 kernel, and our bf16 kernel with
+ * bf16 activations (matmul_b16, the inputs rounded once beforehand). */
+static void gemm_gflops(double out[4])
 {
 	enum { M = PREFILL, N = 512, K = 896, REPS = 300 };
 	float *x = calloc((size_t)M * K, 4), *w = calloc((size_t)N * K, 4),
 	      *y = calloc((size_t)M * N, 4);
-	uint16_t *wb = calloc((size_t)N * K, 2);
-	for (int i = 0; i < M * K; i++)
+	uint16_t *wb = calloc((size_t)N * K, 2), *xb = calloc((size_t)M * K, 2);
+	for (int i = 0; i < M * K; i++) {
 		x[i] = (float)(i % 7) * 0.1f;
+		xb[i] = f32_to_bf16(x[i]);
+	}
 	for (int i = 0; i < N * K; i++) {
 		wb[i] = (uint16_t)(0x3c00 + i % 127);  /* bf16 0.0078 .. 0.0156 */
 		w[i] = (float)(i % 5) * 0.1f;
 	}
 	const struct kernels *k = kernels_for(cpu_level_env(NULL));
 	openblas_set_num_threads(1);
-	double best[3] = { 1e9, 1e9, 1e9 };
+	double best[4] = { 1e9, 1e9, 1e9, 1e9 };
 	for (int r = 0; r < REPS; r++) {
-		double t[4];
+		double t[5];
 		t[0] = time_now();
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, x, K, w, K,
 			    0, y, N);
@@ -102,15 +107,18 @@ static void gemm_gflops(double out[3])
 		t[2] = time_now();
 		k->matmul_bf16(y, N, wb, K, 0, N, x, K, M);
 		t[3] = time_now();
-		for (int i = 0; i < 3; i++)
+		k->matmul_b16(y, N, wb, K, 0, N, xb, K, M);
+		t[4] = time_now();
+		for (int i = 0; i < 4; i++)
 			best[i] = t[i + 1] - t[i] < best[i] ? t[i + 1] - t[i] : best[i];
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		out[i] = 2.0 * M * N * K / best[i] / 1e9;
 	free(x);
 	free(w);
 	free(y);
 	free(wb);
+	free(xb);
 }
 
 /* ---- forward ---- */
@@ -180,21 +188,28 @@ static void run(const char *dir, struct model_opts mo, int threads,
 int main(int argc, char **argv)
 {
 	int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+	int gemm_only = argc > 1 && strcmp(argv[1], "--gemm") == 0;
 	char dir[4096];
 	synthetic_dir(dir, sizeof dir);
 	/* The machine is shared: the load goes with the figures. */
 	struct bench_machine mc;
 	bench_machine(&mc);
 	const char *commit = mc.commit, *cpu = mc.cpu, *date = mc.date;
-	double bw[3] = { 0, bandwidth(1), bandwidth(2) }, gf[3];
+	double gf[4];
 	gemm_gflops(gf);
 	double load = bench_loadavg();
 	printf("{\"bench\": \"gemm\", \"date\": \"%s\", \"commit\": \"%s\", \"cpu\": "
 	       "\"%s\", \"load1\": %.2f, \"shape\": \"64x896 . 896x512\", \"threads\": 1, "
 	       "\"openblas\": \"%s\", \"openblas_gflops\": %.1f, \"own_f32_gflops\": %.1f, "
-	       "\"own_bf16_gflops\": %.1f, \"kernels\": \"%s\"}\n", date, commit, cpu, load,
-	       openblas_get_corename(), gf[0], gf[1], gf[2],
+	       "\"own_bf16_gflops\": %.1f, \"own_bf16_b16act_gflops\": %.1f, \"b16act\": "
+	       "\"%s\", \"kernels\": \"%s\"}\n", date, commit, cpu, load,
+	       openblas_get_corename(), gf[0], gf[1], gf[2], gf[3],
+	       cpu_level_env(NULL) == CPU_AVX512 && kern_has_dpbf16() ? "vdpbf16ps"
+								       : "scalar reference",
 	       cpu_level_name(cpu_level_env(NULL)));
+	if (gemm_only)
+		return 0;
+	double bw[3] = { 0, bandwidth(1), bandwidth(2) };
 	struct { const char *weights; struct model_opts mo; } cfgs[] = {
 		{ "bf16 copied", { 0, 0 } },
 		{ "bf16 mapped", { 0, 1 } },
