@@ -214,6 +214,14 @@ int q8a_padded(int n)
 
 void q8a_quantize(const float *x, int n, struct q8act *a)
 {
+	if (quant_has_vnni())
+		q8a_quantize_avx512(x, n, a);
+	else
+		q8a_quantize_scalar(x, n, a);
+}
+
+void q8a_quantize_scalar(const float *x, int n, struct q8act *a)
+{
 	int np = q8a_padded(n);
 	a->n = n;
 	for (int b = 0; b < np; b += Q8A_BLOCK) {
@@ -275,7 +283,8 @@ void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
 		matvec_q8a_scalar(w, a, y, r0, r1);
 }
 
-/* The weights a tile of quant_matmul_q8a holds: well inside L2. */
+/* The weights a tile of quant_matmul_q8a's reference path holds: well
+ * inside L2. */
 #define Q8A_TILE_BYTES (64 * 1024)
 
 int quant_q8a_vnni(enum cpu_level level)
@@ -287,6 +296,10 @@ void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int 
 		      int r0, int r1, const struct q8act *a, int T)
 {
 	int vnni = quant_q8a_vnni(level);
+	if (vnni && T > 1) {
+		matmul_q8a_vnni(w, y, ldy, r0, r1, a, T);
+		return;
+	}
 	/* Tiles of about Q8A_TILE_BYTES of weights (a multiple of 4 rows), each
 	 * read from memory once and from cache for every t. */
 	size_t row_bytes = w->type == WT_Q4 ? (size_t)w->cols / 2 : (size_t)w->cols;

@@ -87,19 +87,23 @@ static inline __m512 q8_dot(__m512i wv, const struct full *k, __m512 acc)
 	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), k->xs, acc);
 }
 
-/* The 64 weights of an int4 row (the 32 bytes b) against the chunk k, ws
- * their two blocks' group scales. The bytes go to [b0 b0 b1 b1] (16-byte
- * lanes), the odd lanes shifted down a nibble, every byte masked to its
- * nibble: [lo0 hi0 lo1 hi1], each block in column order, in three
- * operations; the -8 sum(x) correction is the accumulator vpdpbusd starts
- * from. */
-static inline __m512 q4_dot(__m256i b, const struct full *k, __m512 ws, __m512 acc)
+/* The 64 weights of an int4 row (the 32 bytes b) as unsigned bytes u = q + 8
+ * in column order: the bytes go to [b0 b0 b1 b1] (16-byte lanes), the odd
+ * lanes shifted down a nibble, every byte masked to its nibble:
+ * [lo0 hi0 lo1 hi1], each block in column order, in three operations. */
+static inline __m512i q4_nibbles(__m256i b)
 {
 	__m512i z = _mm512_castsi256_si512(b);
 	__m512i u = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(1, 1, 0, 0));
 	u = _mm512_mask_srli_epi16(u, 0xff00ff00u, u, 4);
-	u = _mm512_and_si512(u, _mm512_set1_epi8(15));
-	__m512i d = _mm512_dpbusd_epi32(k->nxsum8, u, k->xq);
+	return _mm512_and_si512(u, _mm512_set1_epi8(15));
+}
+
+/* Those weights against the chunk k, ws their two blocks' group scales; the
+ * -8 sum(x) correction is the accumulator vpdpbusd starts from. */
+static inline __m512 q4_dot(__m256i b, const struct full *k, __m512 ws, __m512 acc)
+{
+	__m512i d = _mm512_dpbusd_epi32(k->nxsum8, q4_nibbles(b), k->xq);
 	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(k->xs, ws), acc);
 }
 
@@ -190,4 +194,188 @@ void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 		matvec(w, a, y, r0, r1, 1);
 	else
 		matvec(w, a, y, r0, r1, 0);
+}
+
+/* ---- several tokens at once (prefill) ----
+ *
+ * A tile of R rows times TT tokens: each 64-column chunk of a row's weights
+ * is loaded and made unsigned once and multiplied by the TT tokens' codes,
+ * each token's chunk work is shared by the R rows, and the R x TT sums stay
+ * in registers. Both weight types go in as unsigned bytes, with the
+ * correction that makes the integer sum exact as the accumulator vpdpbusd
+ * starts from: int4 the nibble u = q + 8 and -8 sum(x), int8 u = w + 128
+ * (w with its top bit flipped) and -128 sum(x). Each (row, token) then gets
+ * the integer sums, the scale products and the fmas of matvec's order, in
+ * column order, so the bits are those of lib/kernels/quant.h whatever T. */
+
+/* Token t's part of one chunk: its codes, the correction, the block scales. */
+struct tok {
+	__m512i xq, corr;
+	__m512 xs;
+};
+
+static inline __attribute__((always_inline)) struct tok
+tok_load(const struct q8act *a, int c, int n, const int q4, const int full)
+{
+	struct tok k;
+	int left = n - c;
+	if (full) {
+		k.xq = _mm512_loadu_si512(a->q + c);
+		k.xs = two_scales(a->scales + c / Q8A_BLOCK);
+	} else {
+		/* The last chunk: the codes beyond n read as zero, so they add
+		 * nothing whatever the weights there; the missing second
+		 * block's scale is 0. */
+		__mmask64 m = ((__mmask64)1 << left) - 1;
+		k.xq = _mm512_maskz_loadu_epi8(m, a->q + c);
+		float s1 = left > Q8A_BLOCK ? a->scales[c / Q8A_BLOCK + 1] : 0.0f;
+		k.xs = _mm512_insertf32x8(_mm512_set1_ps(a->scales[c / Q8A_BLOCK]),
+					  _mm256_set1_ps(s1), 1);
+	}
+	__m512i sx = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+					 _mm512_set1_epi8((char)(q4 ? 8 : 128)), k.xq);
+	k.corr = _mm512_sub_epi32(_mm512_setzero_si512(), sx);
+	return k;
+}
+
+/* Rows r .. r + R - 1 times tokens t .. t + TT - 1 (R, TT <= 4, constants
+ * where this is inlined); pf: prefetch the rows of the next block (on the
+ * first pass over these rows only). */
+static inline __attribute__((always_inline)) void
+tile(const struct wmat *w, const struct q8act *a, float *y, int ldy, int r, int t,
+     size_t ahead, int pf, const int q4, const int R, const int TT)
+{
+	int n = w->cols, G = q4 ? w->group_size : 1, ng = n / G;
+	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
+	const uint8_t *p[4];
+	const float *s[4];
+	__m512 acc[4][4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+		p[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
+		s[i] = w->scales + (size_t)(r + i) * ng;
+		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
+			acc[i][j] = _mm512_setzero_ps();
+	}
+#define TILE_STEP(full)                                                              \
+	do {                                                                         \
+		int left = n - c, two = left > Q8A_BLOCK;                            \
+		size_t o = q4 ? (size_t)c / 2 : (size_t)c;                          \
+		__m512i u[4];                                                        \
+		__m512 ws[4];                                                        \
+		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                \
+			if (pf && (!q4 || o % 64 == 0))                              \
+				prefetch_at(p[i] + o, ahead);                        \
+			if (q4) {                                                    \
+				__m256i b = full ? _mm256_loadu_si256((const __m256i *)(p[i] + o)) \
+					: _mm256_maskz_loadu_epi8(two ? 0xffffffffu : 0xffffu, p[i] + o); \
+				u[i] = q4_nibbles(b);                                \
+				int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;            \
+				ws[i] = full ? q4_scales(s[i], c, G)                 \
+					: _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]), \
+						_mm256_set1_ps(two ? s[i][g1] : 0.0f), 1); \
+			} else {                                                     \
+				__m512i v = full ? _mm512_loadu_si512(p[i] + o)      \
+					: _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1, p[i] + o); \
+				u[i] = _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)); \
+			}                                                            \
+		}                                                                    \
+		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++) {               \
+			struct tok k = tok_load(&a[t + j], c, n, q4, full);          \
+			_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {        \
+				__m512i d = _mm512_dpbusd_epi32(k.corr, u[i], k.xq); \
+				__m512 sc = q4 ? _mm512_mul_ps(k.xs, ws[i]) : k.xs;  \
+				acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[i][j]); \
+			}                                                            \
+		}                                                                    \
+	} while (0)
+	int c = 0;
+	for (; c + 64 <= n; c += 64)
+		TILE_STEP(1);
+	if (c < n)
+		TILE_STEP(0);
+#undef TILE_STEP
+	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
+		y[(size_t)(t + j) * ldy + r + i] =
+			quant_fold8(_mm256_add_ps(_mm512_castps512_ps256(acc[i][j]),
+						  _mm512_extractf32x8_ps(acc[i][j], 1))) *
+			(q4 ? 1.0f : w->scales[r + i]);
+}
+
+/* Blocks of four rows, each passed by every token while it is in L1: four
+ * tokens at a time, then the rest one at a time; the rows left over one at
+ * a time the same way. */
+static inline __attribute__((always_inline)) void
+matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8act *a,
+       int T, const int q4)
+{
+	size_t rb = q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
+	size_t ahead = prefetch_ahead(4 * rb);
+	int r = r0;
+	for (; r + 4 <= r1; r += 4) {
+		int t = 0;
+		for (; t + 4 <= T; t += 4)
+			tile(w, a, y, ldy, r, t, ahead, t == 0, q4, 4, 4);
+		for (; t < T; t++)
+			tile(w, a, y, ldy, r, t, ahead, t == 0, q4, 4, 1);
+	}
+	for (; r < r1; r++) {
+		int t = 0;
+		for (; t + 4 <= T; t += 4)
+			tile(w, a, y, ldy, r, t, ahead, 0, q4, 1, 4);
+		for (; t < T; t++)
+			tile(w, a, y, ldy, r, t, ahead, 0, q4, 1, 1);
+	}
+}
+
+void matmul_q8a_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		     const struct q8act *a, int T)
+{
+	if (w->type == WT_Q4)
+		matmul(w, y, ldy, r0, r1, a, T, 1);
+	else
+		matmul(w, y, ldy, r0, r1, a, T, 0);
+}
+
+/* ---- quantizing the activations ---- */
+
+/* q8a_quantize_scalar's bits, a block of 32 at a time: the same float
+ * division for the scale and for each x / scale, and roundf's half away
+ * from zero as truncation plus one step away from zero where the (exact)
+ * remainder is at least one half. */
+void q8a_quantize_avx512(const float *x, int n, struct q8act *a)
+{
+	int np = q8a_padded(n);
+	a->n = n;
+	const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+	const __m512 lim = _mm512_set1_ps(127.0f);
+	const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+	for (int b = 0; b < np; b += Q8A_BLOCK) {
+		int left = n - b;
+		__mmask16 m0 = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+		__mmask16 m1 = left >= 32 ? 0xffff : left <= 16 ? 0
+			: (__mmask16)((1u << (left - 16)) - 1);
+		__m512 v[2] = { _mm512_maskz_loadu_ps(m0, x + b),
+				_mm512_maskz_loadu_ps(m1, x + b + 16) };
+		__m512 amax = _mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1]));
+		float s = _mm512_reduce_max_ps(amax) / 127.0f;
+		a->scales[b / Q8A_BLOCK] = s;
+		__m512 vs = _mm512_set1_ps(s);
+		for (int h = 0; h < 2; h++) {
+			__m128i q = _mm_setzero_si128();
+			if (s != 0) {
+				__m512 d = _mm512_div_ps(v[h], vs);
+				__m512 t = _mm512_roundscale_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+				__m512 f = _mm512_abs_ps(_mm512_sub_ps(d, t));
+				__mmask16 up = _mm512_cmp_ps_mask(f, half, _CMP_GE_OQ);
+				__m512 step = _mm512_castsi512_ps(_mm512_or_si512(
+					_mm512_castps_si512(one),
+					_mm512_and_si512(_mm512_castps_si512(d), sign)));
+				t = _mm512_mask_add_ps(t, up, t, step);
+				t = _mm512_min_ps(_mm512_max_ps(t, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+				q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t));
+			}
+			_mm_storeu_si128((__m128i *)(a->q + b + 16 * h), q);
+		}
+	}
 }

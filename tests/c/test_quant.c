@@ -2,6 +2,7 @@
  * against the scalar reference and against a float64 dot product of the
  * dequantized weights, on shapes that are not multiples of the vector width. */
 #include "kernels/quant.h"
+#include "kernels/quant_isa.h"
 #include "check.h"
 
 #include <math.h>
@@ -260,6 +261,30 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		      "%s int8-act vnni %dx%d g%d: not bitwise equal to the reference",
 		      tn, rows, cols, group);
 	}
+	/* Five quantized vectors at once, at every level (the VNNI one takes
+	 * several tokens per tile), and in two calls split by rows: each
+	 * token's bits are the reference's one vector at a time. */
+	struct q8act a5[5];
+	for (int t = 0; t < 5; t++) {
+		a5[t].q = malloc((size_t)np);
+		a5[t].scales = malloc(sizeof(float) * (np / Q8A_BLOCK));
+		q8a_quantize(x + (size_t)t * cols, cols, &a5[t]);
+	}
+	for (int lv = CPU_SCALAR; lv <= (int)cpu_detect(); lv++) {
+		int k = rows / 3, same = 1;
+		quant_matmul_q8a((enum cpu_level)lv, &m.w, y, ldy, 0, k, a5, 5);
+		quant_matmul_q8a((enum cpu_level)lv, &m.w, y, ldy, k, rows, a5, 5);
+		for (int t = 0; t < 5; t++) {
+			quant_matvec_q8a(0, &m.w, &a5[t], yr, 0, rows);
+			same &= !memcmp(y + (size_t)t * ldy, yr, sizeof(float) * rows);
+		}
+		CHECK(same, "%s int8-act %s %dx%d g%d: T=5 not bitwise equal to the reference",
+		      tn, cpu_level_name((enum cpu_level)lv), rows, cols, group);
+	}
+	for (int t = 0; t < 5; t++) {
+		free(a5[t].q);
+		free(a5[t].scales);
+	}
 	free(a.q);
 	free(a.scales);
 	free(yr);
@@ -291,6 +316,36 @@ static void test_q8a_closed_form(void)
 	      "block 1: scale %g codes %d pad %d", s[1], q[33], q[63]);
 }
 
+/* The AVX-512 activation quantizer gives the scalar definition's bits, on
+ * random values and on exact ties (k + 1/2 steps of a block whose largest
+ * value is 127 steps), for lengths around the block and vector sizes. */
+static void test_q8a_simd(void)
+{
+	if (!quant_has_vnni())
+		return;
+	int lens[] = { 1, 15, 16, 17, 31, 32, 33, 63, 64, 100, 896 };
+	for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+		int n = lens[li], np = q8a_padded(n);
+		float *x = malloc(sizeof(float) * (size_t)n);
+		for (int kind = 0; kind < 3; kind++) {
+			if (kind == 0)
+				fill(x, (size_t)n, 3.0f);
+			for (int i = 0; i < n && kind > 0; i++)  /* ties, then zeros */
+				x[i] = kind == 1 ? (i % 32 == 0 ? 127.0f : (float)(i % 9) - 4.5f) : 0.0f;
+			int8_t qa[np], qb[np];
+			float sa[np / Q8A_BLOCK], sb[np / Q8A_BLOCK];
+			memset(qa, 0x55, sizeof qa);
+			memset(qb, 0x66, sizeof qb);
+			struct q8act a = { .q = qa, .scales = sa }, b = { .q = qb, .scales = sb };
+			q8a_quantize_scalar(x, n, &a);
+			q8a_quantize_avx512(x, n, &b);
+			CHECK(!memcmp(qa, qb, sizeof qa) && !memcmp(sa, sb, sizeof sa) && b.n == n,
+			      "q8a avx512 n=%d kind %d: not the scalar's codes and scales", n, kind);
+		}
+		free(x);
+	}
+}
+
 int main(void)
 {
 	printf("quant: SIMD here: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
@@ -299,6 +354,7 @@ int main(void)
 	test_q4_closed_form();
 	test_q4_beats_rtn();
 	test_q8a_closed_form();
+	test_q8a_simd();
 	int q8_cols[] = { 1, 7, 15, 16, 17, 31, 33, 64, 100, 257 };
 	for (size_t i = 0; i < sizeof q8_cols / sizeof q8_cols[0]; i++)
 		for (int rows = 1; rows <= 13; rows += 3)
