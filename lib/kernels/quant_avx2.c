@@ -9,6 +9,13 @@
 typedef struct { __m256 lo, hi; } A;
 #define QUANT_FN(name) name##_avx2
 
+static inline A aload(const float *f) { return (A){ _mm256_loadu_ps(f), _mm256_loadu_ps(f + 8) }; }
+static inline void astore(float *f, A v)
+{
+	_mm256_storeu_ps(f, v.lo);
+	_mm256_storeu_ps(f + 8, v.hi);
+}
+
 static inline A azero(void) { return (A){ _mm256_setzero_ps(), _mm256_setzero_ps() }; }
 
 static inline __m256 widen8(__m128i b)
@@ -36,7 +43,7 @@ static inline A q8_step(const int8_t *q, const float *x, A acc)
 /* Tokens per pass over a block of four rows (quant_simd.h): int8 two, so
  * the 8 accumulators (16 ymm) leave room for the codes; int4 one. */
 #define QUANT_TB 2
-#define QUANT_TB4 1
+#define QUANT_TT4 1
 
 static inline void q4_widen(const uint8_t *p, A *lo, A *hi)
 {

@@ -9,6 +9,9 @@
 #define A __m512
 #define QUANT_FN(name) name##_avx512
 
+static inline A aload(const float *f) { return _mm512_loadu_ps(f); }
+static inline void astore(float *f, A v) { _mm512_storeu_ps(f, v); }
+
 static inline A azero(void) { return _mm512_setzero_ps(); }
 
 static inline A widen8(__m128i b)
@@ -32,10 +35,10 @@ static inline A q8_step(const int8_t *q, const float *x, A acc)
 }
 
 /* Tokens per pass over a block of four rows (quant_simd.h): int8, 16
- * accumulators, four codes and one input; int4, 8 group sums, 8 row sums
- * and 8 codes: each fits the 32 zmm registers. */
+ * accumulators, four codes and one input; int4, 12 group sums, 12 row sums
+ * and 4 codes: each fits the 32 zmm registers. */
 #define QUANT_TB 4
-#define QUANT_TB4 2
+#define QUANT_TT4 3
 
 /* The int4 block: the 16 bytes zero-extended to 16 dwords once; vpermps
  * reads only the low 4 bits of each index, so the dwords index a table of

@@ -12,7 +12,8 @@
  *   QUANT_TB                 tokens per pass over a block of int8 rows
  *   q4_widen(p, &lo, &hi)    the int4 block at p (32 weights) as floats:
  *                            weights 0..15 in lo, 16..31 in hi
- *   QUANT_TB4                tokens per pass over a block of int4 rows
+ *   aload(f), astore(f, v)   16 floats from / to memory
+ *   QUANT_TT4                tokens per pass over a block of int4 rows
  *   ascale(g, s, acc)        lane j: acc[j] = fma(g[j], s, acc[j])
  *   afold(acc)               the 16 lanes folded in halves (8, 4, 2, 1)
  *   QUANT_FN(name)           name with the ISA suffix
@@ -111,12 +112,9 @@ static inline A q4_step(const uint8_t *p, const float *x, A acc)
 	return afma(hi, x + 16, afma(lo, x, acc));
 }
 
-/* Rows r .. r + 3 for the tb tokens t .. t + tb - 1, as q8_rows4: each
- * block's codes widened once for tb tokens, the order per (row, token)
- * that of one token. */
-static inline __attribute__((always_inline)) void
-q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int ldy,
-	 int t, const int tb)
+/* Rows r .. r + 3 for token t (decode): the codes widened in registers
+ * straight from the stream. */
+static inline void q4_rows4(const struct wmat *w, int r, const float *x, float *ys, int ldy, int t)
 {
 	int n = w->cols, G = w->group_size, ng = n / G;
 	size_t rb = (size_t)n / 2;  /* bytes per row */
@@ -128,37 +126,83 @@ q4_rows4(const struct wmat *w, int r, const float *xs, int ldx, float *ys, int l
 	}
 	size_t ahead = prefetch_ahead(4 * rb);
 	size_t sahead = prefetch_ahead(4 * sizeof(float) * (size_t)ng);
-	A acc[4][QUANT_TB4];
-	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	A acc[4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-		acc[i][j] = azero();
+		acc[i] = azero();
 	for (int g = 0; g < ng; g++) {
 		if (g % 16 == 0)
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 				prefetch_at(s[i] + g, sahead);
-		A gs[4][QUANT_TB4];
-		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		A gs[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-			gs[i][j] = azero();
+			gs[i] = azero();
 		for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
 			size_t o = (size_t)c / 2;
 			if ((o & 63) == 0)
 				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 					prefetch_at(q[i] + o, ahead);
-			A lo[4], hi[4];
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-				q4_widen(q[i] + o, &lo[i], &hi[i]);
-			_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
+				gs[i] = q4_step(q[i] + o, x + c, gs[i]);
+		}
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			acc[i] = ascale(gs[i], s[i][g], acc[i]);
+	}
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		ys[(size_t)t * ldy + r + i] = afold(acc[i]);
+}
+
+/* Rows r .. r + 3's codes as floats into f (row i at f + i * cols): widened
+ * once for all the tokens of a batch. */
+static void q4_codes4(const struct wmat *w, int r, float *f)
+{
+	int n = w->cols;
+	for (int i = 0; i < 4; i++) {
+		const uint8_t *q = (const uint8_t *)w->data + (size_t)(r + i) * n / 2;
+		for (int c = 0; c < n; c += Q4_BLOCK) {
+			A lo, hi;
+			q4_widen(q + c / 2, &lo, &hi);
+			astore(f + (size_t)i * n + c, lo);
+			astore(f + (size_t)i * n + c + 16, hi);
+		}
+	}
+}
+
+/* Rows r .. r + 3 for the tt tokens t .. t + tt - 1 (a constant where this
+ * is inlined, at most QUANT_TT4) from their codes as floats f: each 16
+ * codes loaded once for tt tokens, each x once for the four rows, the
+ * order per (row, token) that of q4_rows4. */
+static inline __attribute__((always_inline)) void
+q4_tile4(const struct wmat *w, const float *f, int r, const float *xs, int ldx,
+	 float *ys, int ldy, int t, const int tt)
+{
+	int n = w->cols, G = w->group_size, ng = n / G;
+	const float *s[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		s[i] = w->scales + (size_t)(r + i) * ng;
+	A acc[4][QUANT_TT4];
+	_Pragma("GCC unroll 4") for (int j = 0; j < tt; j++)
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		acc[i][j] = azero();
+	for (int g = 0; g < ng; g++) {
+		A gs[4][QUANT_TT4];
+		_Pragma("GCC unroll 4") for (int j = 0; j < tt; j++)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			gs[i][j] = azero();
+		for (int c = g * G; c < (g + 1) * G; c += 16) {
+			A wv[4];
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				wv[i] = aload(f + (size_t)i * n + c);
+			_Pragma("GCC unroll 4") for (int j = 0; j < tt; j++) {
 				const float *x = xs + (size_t)(t + j) * ldx + c;
 				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-					gs[i][j] = afma(hi[i], x + 16, afma(lo[i], x, gs[i][j]));
+					gs[i][j] = afma(wv[i], x, gs[i][j]);
 			}
 		}
-		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+		_Pragma("GCC unroll 4") for (int j = 0; j < tt; j++)
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 			acc[i][j] = ascale(gs[i][j], s[i][g], acc[i][j]);
 	}
-	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
+	_Pragma("GCC unroll 4") for (int j = 0; j < tt; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 		ys[(size_t)(t + j) * ldy + r + i] = afold(acc[i][j]);
 }
@@ -170,12 +214,20 @@ void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	size_t rb = (size_t)n / 2;  /* bytes per row */
 	const uint8_t *base = w->data;
 	int r = r0;
+	/* A batch widens each block of four rows once into f (on the stack:
+	 * 16 bytes a column) and runs every token through it. */
+	float f[T > 1 ? 4 * n : 1];
 	for (; r + 4 <= r1; r += 4) {
+		if (T == 1) {
+			q4_rows4(w, r, xs, ys, ldy, 0);
+			continue;
+		}
+		q4_codes4(w, r, f);
 		int t = 0;
-		for (; t + QUANT_TB4 <= T; t += QUANT_TB4)
-			q4_rows4(w, r, xs, ldx, ys, ldy, t, QUANT_TB4);
+		for (; t + QUANT_TT4 <= T; t += QUANT_TT4)
+			q4_tile4(w, f, r, xs, ldx, ys, ldy, t, QUANT_TT4);
 		for (; t < T; t++)
-			q4_rows4(w, r, xs, ldx, ys, ldy, t, 1);
+			q4_tile4(w, f, r, xs, ldx, ys, ldy, t, 1);
 	}
 	for (; r < r1; r++) {
 		const uint8_t *q0 = base + (size_t)r * rb;
