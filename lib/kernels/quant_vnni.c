@@ -200,50 +200,55 @@ void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
  *
  * A tile of R rows times TT tokens: each 64-column chunk of a row's weights
  * is loaded and made unsigned once and multiplied by the TT tokens' codes,
- * each token's chunk work is shared by the R rows, and the R x TT sums stay
- * in registers. Both weight types go in as unsigned bytes, with the
- * correction that makes the integer sum exact as the accumulator vpdpbusd
- * starts from: int4 the nibble u = q + 8 and -8 sum(x), int8 u = w + 128
- * (w with its top bit flipped) and -128 sum(x). Each (row, token) then gets
- * the integer sums, the scale products and the fmas of matvec's order, in
- * column order, so the bits are those of lib/kernels/quant.h whatever T. */
+ * and the R x TT sums stay in registers. Both weight types go in as
+ * unsigned bytes, with the correction that makes the integer sum exact as
+ * the accumulator vpdpbusd starts from: int4 the nibble u = q + 8 and
+ * -8 sum(x), int8 u = w + 128 (w with its top bit flipped) and -128 sum(x).
+ * Each token's corrections and block scales are worked out once per panel
+ * of rows (struct tok, about PANEL_BYTES of weights, read from L2 for each
+ * group of tokens). Each (row, token) then gets the integer sums, the scale
+ * products and the fmas of matvec's order, in column order, so the bits
+ * are those of lib/kernels/quant.h whatever T. */
 
-/* Token t's part of one chunk: its codes, the correction, the block scales. */
+#define PANEL_BYTES (256 * 1024)
+
+/* One token's part of one chunk, shared by every row. */
 struct tok {
-	__m512i xq, corr;
-	__m512 xs;
+	__m512i corr;    /* -8 or -128 times the sum of each 4 codes */
+	__m512 xs;       /* block scales: lanes 0-7 first block, 8-15 second */
 };
 
+/* Token a's part of the chunk at column c; the last chunk of a row reads
+ * its codes masked (beyond n they are zero, so they add nothing whatever
+ * the weights there) and a missing second block's scale is 0. */
 static inline __attribute__((always_inline)) struct tok
-tok_load(const struct q8act *a, int c, int n, const int q4, const int full)
+tok_make(const struct q8act *a, int c, int n, const int q4)
 {
 	struct tok k;
 	int left = n - c;
-	if (full) {
-		k.xq = _mm512_loadu_si512(a->q + c);
+	__m512i xq;
+	if (left >= 64) {
+		xq = _mm512_loadu_si512(a->q + c);
 		k.xs = two_scales(a->scales + c / Q8A_BLOCK);
 	} else {
-		/* The last chunk: the codes beyond n read as zero, so they add
-		 * nothing whatever the weights there; the missing second
-		 * block's scale is 0. */
-		__mmask64 m = ((__mmask64)1 << left) - 1;
-		k.xq = _mm512_maskz_loadu_epi8(m, a->q + c);
+		xq = _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1, a->q + c);
 		float s1 = left > Q8A_BLOCK ? a->scales[c / Q8A_BLOCK + 1] : 0.0f;
 		k.xs = _mm512_insertf32x8(_mm512_set1_ps(a->scales[c / Q8A_BLOCK]),
 					  _mm256_set1_ps(s1), 1);
 	}
 	__m512i sx = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-					 _mm512_set1_epi8((char)(q4 ? 8 : 128)), k.xq);
+					 _mm512_set1_epi8((char)(q4 ? 8 : 128)), xq);
 	k.corr = _mm512_sub_epi32(_mm512_setzero_si512(), sx);
 	return k;
 }
 
 /* Rows r .. r + R - 1 times tokens t .. t + TT - 1 (R, TT <= 4, constants
- * where this is inlined); pf: prefetch the rows of the next block (on the
- * first pass over these rows only). */
+ * where this is inlined); tk[j * nc + k]: token t + j's part of chunk k;
+ * pf: prefetch the rows of a later block. */
 static inline __attribute__((always_inline)) void
-tile(const struct wmat *w, const struct q8act *a, float *y, int ldy, int r, int t,
-     size_t ahead, int pf, const int q4, const int R, const int TT)
+tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
+     float *y, int ldy, int r, int t, size_t ahead, int pf, const int q4,
+     const int R, const int TT)
 {
 	int n = w->cols, G = q4 ? w->group_size : 1, ng = n / G;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
@@ -259,6 +264,7 @@ tile(const struct wmat *w, const struct q8act *a, float *y, int ldy, int r, int 
 #define TILE_STEP(full)                                                              \
 	do {                                                                         \
 		int left = n - c, two = left > Q8A_BLOCK;                            \
+		__mmask64 m = full ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;   \
 		size_t o = q4 ? (size_t)c / 2 : (size_t)c;                          \
 		__m512i u[4];                                                        \
 		__m512 ws[4];                                                        \
@@ -275,15 +281,17 @@ tile(const struct wmat *w, const struct q8act *a, float *y, int ldy, int r, int 
 						_mm256_set1_ps(two ? s[i][g1] : 0.0f), 1); \
 			} else {                                                     \
 				__m512i v = full ? _mm512_loadu_si512(p[i] + o)      \
-					: _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1, p[i] + o); \
+					: _mm512_maskz_loadu_epi8(m, p[i] + o);      \
 				u[i] = _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)); \
 			}                                                            \
 		}                                                                    \
 		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++) {               \
-			struct tok k = tok_load(&a[t + j], c, n, q4, full);          \
+			const struct tok *k = &tk[j * nc + c / 64];                  \
+			__m512i xq = full ? _mm512_loadu_si512(a[t + j].q + c)       \
+				: _mm512_maskz_loadu_epi8(m, a[t + j].q + c);        \
 			_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {        \
-				__m512i d = _mm512_dpbusd_epi32(k.corr, u[i], k.xq); \
-				__m512 sc = q4 ? _mm512_mul_ps(k.xs, ws[i]) : k.xs;  \
+				__m512i d = _mm512_dpbusd_epi32(k->corr, u[i], xq);  \
+				__m512 sc = q4 ? _mm512_mul_ps(k->xs, ws[i]) : k->xs; \
 				acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[i][j]); \
 			}                                                            \
 		}                                                                    \
@@ -302,29 +310,44 @@ tile(const struct wmat *w, const struct q8act *a, float *y, int ldy, int r, int 
 			(q4 ? 1.0f : w->scales[r + i]);
 }
 
-/* Blocks of four rows, each passed by every token while it is in L1: four
- * tokens at a time, then the rest one at a time; the rows left over one at
- * a time the same way. */
+/* Panels of about PANEL_BYTES of rows; in each, four tokens at a time (then
+ * the rest one at a time) through the panel's blocks of four rows (then its
+ * rows left over one at a time). */
 static inline __attribute__((always_inline)) void
 matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8act *a,
        int T, const int q4)
 {
-	size_t rb = q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
+	int n = w->cols, nc = (n + 63) / 64;
+	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;
 	size_t ahead = prefetch_ahead(4 * rb);
-	int r = r0;
-	for (; r + 4 <= r1; r += 4) {
-		int t = 0;
-		for (; t + 4 <= T; t += 4)
-			tile(w, a, y, ldy, r, t, ahead, t == 0, q4, 4, 4);
-		for (; t < T; t++)
-			tile(w, a, y, ldy, r, t, ahead, t == 0, q4, 4, 1);
-	}
-	for (; r < r1; r++) {
-		int t = 0;
-		for (; t + 4 <= T; t += 4)
-			tile(w, a, y, ldy, r, t, ahead, 0, q4, 1, 4);
-		for (; t < T; t++)
-			tile(w, a, y, ldy, r, t, ahead, 0, q4, 1, 1);
+	int panel = (int)(PANEL_BYTES / rb) / 4 * 4;
+	panel = panel < 4 ? 4 : panel;
+	struct tok tk[4 * nc];
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int t = 0; t < T; t += 4) {
+			int tt = T - t < 4 ? T - t : 4;
+			for (int j = 0; j < tt; j++)
+				for (int k = 0; k < nc; k++)
+					tk[j * nc + k] = tok_make(&a[t + j], 64 * k, n, q4);
+			int r = p0;
+			for (; r + 4 <= p1; r += 4) {
+				if (tt == 4) {
+					tile(w, a, tk, nc, y, ldy, r, t, ahead, t == 0, q4, 4, 4);
+					continue;
+				}
+				for (int j = 0; j < tt; j++)
+					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, 4, 1);
+			}
+			for (; r < p1; r++) {
+				if (tt == 4) {
+					tile(w, a, tk, nc, y, ldy, r, t, ahead, 0, q4, 1, 4);
+					continue;
+				}
+				for (int j = 0; j < tt; j++)
+					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, 1, 1);
+			}
+		}
 	}
 }
 
