@@ -172,10 +172,11 @@ void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
 int quant_q8a_vnni(enum cpu_level level);
 
 /* y[t * ldy + r] for r in [r0, r1) and t < T from the quantized inputs
- * a[t], by quant_matvec_q8a: the VNNI kernel where quant_q8a_vnni(), else
- * the scalar reference (the same bits). With T > 1 the rows go in tiles of
- * about 64 KiB of weights, each multiplied by every a[t] while it is in
- * cache; a row's result does not depend on the tiling. */
+ * a[t], with quant_matvec_q8a's bits. Where quant_q8a_vnni() and T > 1, a
+ * VNNI batch kernel: tiles of four rows by four inputs, each weight loaded
+ * once per tile; otherwise quant_matvec_q8a per input, the rows in tiles of
+ * about 64 KiB of weights multiplied by every a[t] while in cache. A row's
+ * result depends on neither the tiling nor T. */
 void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
 		      int r0, int r1, const struct q8act *a, int T);
 
