@@ -242,6 +242,51 @@ tok_make(const struct q8act *a, int c, int n, const int q4)
 	return k;
 }
 
+/* The chunk at column c of a tile (see tile): the R rows' weights made
+ * unsigned (and for int4 their group scales), then every token's integer
+ * sums, scale products and fmas; full: the chunk has all 64 columns, else
+ * it is the last of the row, read masked. */
+static inline __attribute__((always_inline)) void
+tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
+	  const uint8_t *const *p, const float *const *s, int c, int t, size_t ahead,
+	  int pf, const int q4, const int R, const int TT, const int full,
+	  __m512 acc[4][4])
+{
+	int n = w->cols, G = q4 ? w->group_size : 1;
+	int left = n - c, two = left > Q8A_BLOCK;
+	__mmask64 m = full ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;
+	size_t o = q4 ? (size_t)c / 2 : (size_t)c;
+	__m512i u[4];
+	__m512 ws[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+		if (pf && (!q4 || o % 64 == 0))
+			prefetch_at(p[i] + o, ahead);
+		if (q4) {
+			__m256i b = full ? _mm256_loadu_si256((const __m256i *)(p[i] + o))
+				: _mm256_maskz_loadu_epi8(two ? 0xffffffffu : 0xffffu, p[i] + o);
+			u[i] = q4_nibbles(b);
+			int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
+			ws[i] = full ? q4_scales(s[i], c, G)
+				: _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]),
+						     _mm256_set1_ps(two ? s[i][g1] : 0.0f), 1);
+		} else {
+			__m512i v = full ? _mm512_loadu_si512(p[i] + o)
+				: _mm512_maskz_loadu_epi8(m, p[i] + o);
+			u[i] = _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
+		}
+	}
+	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++) {
+		const struct tok *k = &tk[j * nc + c / 64];
+		__m512i xq = full ? _mm512_loadu_si512(a[t + j].q + c)
+			: _mm512_maskz_loadu_epi8(m, a[t + j].q + c);
+		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+			__m512i d = _mm512_dpbusd_epi32(k->corr, u[i], xq);
+			__m512 sc = q4 ? _mm512_mul_ps(k->xs, ws[i]) : k->xs;
+			acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[i][j]);
+		}
+	}
+}
+
 /* Rows r .. r + R - 1 times tokens t .. t + TT - 1 (R, TT <= 4, constants
  * where this is inlined); tk[j * nc + k]: token t + j's part of chunk k;
  * pf: prefetch the rows of a later block. */
@@ -261,47 +306,11 @@ tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
 		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
 			acc[i][j] = _mm512_setzero_ps();
 	}
-#define TILE_STEP(full)                                                              \
-	do {                                                                         \
-		int left = n - c, two = left > Q8A_BLOCK;                            \
-		__mmask64 m = full ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;   \
-		size_t o = q4 ? (size_t)c / 2 : (size_t)c;                          \
-		__m512i u[4];                                                        \
-		__m512 ws[4];                                                        \
-		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {                \
-			if (pf && (!q4 || o % 64 == 0))                              \
-				prefetch_at(p[i] + o, ahead);                        \
-			if (q4) {                                                    \
-				__m256i b = full ? _mm256_loadu_si256((const __m256i *)(p[i] + o)) \
-					: _mm256_maskz_loadu_epi8(two ? 0xffffffffu : 0xffffu, p[i] + o); \
-				u[i] = q4_nibbles(b);                                \
-				int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;            \
-				ws[i] = full ? q4_scales(s[i], c, G)                 \
-					: _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]), \
-						_mm256_set1_ps(two ? s[i][g1] : 0.0f), 1); \
-			} else {                                                     \
-				__m512i v = full ? _mm512_loadu_si512(p[i] + o)      \
-					: _mm512_maskz_loadu_epi8(m, p[i] + o);      \
-				u[i] = _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)); \
-			}                                                            \
-		}                                                                    \
-		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++) {               \
-			const struct tok *k = &tk[j * nc + c / 64];                  \
-			__m512i xq = full ? _mm512_loadu_si512(a[t + j].q + c)       \
-				: _mm512_maskz_loadu_epi8(m, a[t + j].q + c);        \
-			_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {        \
-				__m512i d = _mm512_dpbusd_epi32(k->corr, u[i], xq);  \
-				__m512 sc = q4 ? _mm512_mul_ps(k->xs, ws[i]) : k->xs; \
-				acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[i][j]); \
-			}                                                            \
-		}                                                                    \
-	} while (0)
 	int c = 0;
 	for (; c + 64 <= n; c += 64)
-		TILE_STEP(1);
+		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, R, TT, 1, acc);
 	if (c < n)
-		TILE_STEP(0);
-#undef TILE_STEP
+		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, R, TT, 0, acc);
 	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
 		y[(size_t)(t + j) * ldy + r + i] =
