@@ -375,8 +375,10 @@ int main(int argc, char **argv)
 			cli_die("the bundled text (data/%s) is not next to this executable; "
 			    "give one with --text", BUNDLED_TEXT);
 		/* a container's own tokenizer (it embeds one), else the model's
-		 * tokenizer.json, else the bundled one */
-		const char *tok = container ? model : resolved && access(where.tokenizer, R_OK) == 0
+		 * tokenizer.json, else the bundled one (also for a GGUF file,
+		 * whose tokenizer.ggml arrays tok reads: --ids scores with it) */
+		bool qf = resolved && where.kind == MODELPATH_CONTAINER;
+		const char *tok = qf ? model : resolved && access(where.tokenizer, R_OK) == 0
 			? where.tokenizer : NULL;
 		if (!tok && !(tok = datadir_find(BUNDLED_TOKENIZER, kp, sizeof kp)))
 			cli_die("no tokenizer.json beside %s, and the bundled one is not next to "
