@@ -194,6 +194,12 @@ config_dir() {
 		"quantize '$ROOT/README.md' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
 	bad 1 "quantize: $BATS_FILE_TMPDIR/s.q8: already a quantized container (quantize reads a safetensors model: a directory or its model.safetensors)" \
 		"quantize '$BATS_FILE_TMPDIR/s.q8' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	# --format gguf reads its source the same way, with the same messages
+	bad 1 "quantize: $ROOT/README.md: not a safetensors file (no JSON header after the 8-byte length)" \
+		"quantize '$ROOT/README.md' -o '$BATS_TEST_TMPDIR/x.gguf' --format gguf --level bf16"
+	bad 1 "quantize: $BATS_FILE_TMPDIR/s.q8: already a quantized container (quantize reads a safetensors model: a directory or its model.safetensors)" \
+		"quantize '$BATS_FILE_TMPDIR/s.q8' -o '$BATS_TEST_TMPDIR/x.gguf' --format gguf --level bf16"
+	[ ! -e "$BATS_TEST_TMPDIR/x.gguf" ]
 	mkdir "$BATS_TEST_TMPDIR/empty"
 	bad 1 "quantize: $BATS_TEST_TMPDIR/empty/model.safetensors: No such file or directory" \
 		"quantize '$BATS_TEST_TMPDIR/empty' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"

@@ -80,6 +80,52 @@ static void map_optional(struct mapfile *m, const char *path)
 		cli_die_err(&e);
 }
 
+/* The safetensors model both formats read: its weights, config, generation
+ * config and tokenizer, checked against each other before any byte is
+ * written. Dies with one line on anything wrong. */
+struct source {
+	struct modelpath mf;
+	struct st_file st;
+	struct model_config cfg;
+	struct mapfile gen, tok;  /* empty when absent */
+	struct gen_config gc;     /* parsed from gen, else the defaults */
+	struct manifest want, have;
+};
+
+static void source_open(struct source *s, const char *model)
+{
+	struct err e;
+	if (modelpath_resolve(&s->mf, model, &e) < 0)
+		cli_die_err(&e);
+	if (s->mf.kind == MODELPATH_CONTAINER)
+		cli_die("%s: already a quantized container (quantize reads a safetensors "
+			"model: a directory or its model.safetensors)", model);
+	/* the weights first: given something that is not a model, say so,
+	 * rather than that no config.json is beside it */
+	if (st_open(&s->st, s->mf.weights, &e) < 0 || config_load(&s->cfg, s->mf.config, &e) < 0)
+		cli_die_err(&e);
+	map_optional(&s->gen, s->mf.gen);
+	map_optional(&s->tok, s->mf.tokenizer);
+	gen_config_default(&s->gc, &s->cfg);
+	if (s->gen.size &&
+	    gen_config_parse(&s->gc, (const char *)s->gen.data, s->gen.size, s->mf.gen, &e) < 0)
+		cli_die_err(&e);
+	manifest_init(&s->want);
+	manifest_init(&s->have);
+	if (manifest_build(&s->want, &s->cfg, &e) < 0 || manifest_from_st(&s->have, &s->st, &e) < 0 ||
+	    manifest_check(&s->want, &s->have, s->mf.weights, &e) < 0)
+		cli_die_err(&e);
+}
+
+static void source_close(struct source *s)
+{
+	manifest_free(&s->want);
+	manifest_free(&s->have);
+	mapfile_close(&s->gen);
+	mapfile_close(&s->tok);
+	st_close(&s->st);
+}
+
 static void report_line(FILE *f, const struct st_tensor *t, const char *type,
 			double rel, uint64_t bytes)
 {
@@ -154,56 +200,37 @@ static int write_gguf(const char *model, const char *out, const char *level, boo
 	if (k == 4)
 		cli_die_usage("--level: '%s' is not bf16, f16, q8_0 or q4_0 (--format gguf)", level);
 	struct err e;
-	struct modelpath mf;
-	if (modelpath_resolve(&mf, model, &e) < 0)
-		cli_die_err(&e);
-	struct st_file st;
-	struct model_config cfg;
-	if (config_load(&cfg, mf.config, &e) < 0 || st_open(&st, mf.weights, &e) < 0)
-		cli_die_err(&e);
-	struct mapfile gen, tok, tc;
-	map_optional(&gen, mf.gen);
-	map_optional(&tok, mf.tokenizer);
+	struct source src;
+	source_open(&src, model);
+	const struct modelpath *mf = &src.mf;
+	if (!src.tok.size)
+		cli_die("%s: no tokenizer.json: a GGUF file carries its tokenizer", mf->tokenizer);
+	struct mapfile tc;
 	char tcp[PATH_MAX + 32];
 	snprintf(tcp, sizeof tcp, "%.*stokenizer_config.json",
-		 (int)(strlen(mf.tokenizer) - strlen("tokenizer.json")), mf.tokenizer);
+		 (int)(strlen(mf->tokenizer) - strlen("tokenizer.json")), mf->tokenizer);
 	map_optional(&tc, tcp);
-	if (!tok.size)
-		cli_die("%s: no tokenizer.json: a GGUF file carries its tokenizer", mf.tokenizer);
-	struct gen_config gc;
-	gen_config_default(&gc, &cfg);
-	if (gen.size && gen_config_parse(&gc, (const char *)gen.data, gen.size, mf.gen, &e) < 0)
-		cli_die_err(&e);
 	cJSON *tcj = tc.size ? cJSON_ParseWithLength((const char *)tc.data, tc.size) : NULL;
 	const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(tcj, "chat_template");
-	struct manifest want, have;
-	manifest_init(&want);
-	manifest_init(&have);
-	if (manifest_build(&want, &cfg, &e) < 0 || manifest_from_st(&have, &st, &e) < 0 ||
-	    manifest_check(&want, &have, mf.weights, &e) < 0)
-		cli_die_err(&e);
 	char dir[PATH_MAX + 32];
-	snprintf(dir, sizeof dir, "%s", mf.config);
+	snprintf(dir, sizeof dir, "%s", mf->config);
 	dir[strlen(dir) - strlen("config.json")] = 0;
 	size_t dl = strlen(dir);
 	while (dl > 1 && dir[dl - 1] == '/')
 		dir[--dl] = 0;
 	const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
 	struct gguf_out_model m = {
-		.name = *base ? base : "model", .st = &st, .cfg = &cfg, .gen = gen.size ? &gc : NULL,
-		.tok_json = (const char *)tok.data, .tok_len = tok.size, .tok_name = mf.tokenizer,
+		.name = *base ? base : "model", .st = &src.st, .cfg = &src.cfg,
+		.gen = src.gen.size ? &src.gc : NULL, .tok_json = (const char *)src.tok.data,
+		.tok_len = src.tok.size, .tok_name = mf->tokenizer,
 		.chat_template = cJSON_IsString(tmpl) ? tmpl->valuestring : NULL,
 	};
 	if (gguf_write_model(out, &m, levels[k].t, &e) < 0)
 		cli_die_err(&e);
 	fprintf(stderr, "quantize: %s: GGUF, %s matrices\n", out, level);
 	cJSON_Delete(tcj);
-	manifest_free(&want);
-	manifest_free(&have);
-	mapfile_close(&gen);
-	mapfile_close(&tok);
 	mapfile_close(&tc);
-	st_close(&st);
+	source_close(&src);
 	return 0;
 }
 
@@ -262,39 +289,16 @@ int main(int argc, char **argv)
 		cli_die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
 
 	struct err e;
-	struct modelpath mf;
-	if (modelpath_resolve(&mf, argv[optind], &e) < 0)
-		cli_die_err(&e);
-	if (mf.kind == MODELPATH_CONTAINER)
-		cli_die("%s: already a quantized container (quantize reads a safetensors "
-			"model: a directory or its model.safetensors)", argv[optind]);
-	struct st_file st;
-	struct model_config cfg;
-	/* the weights first: given something that is not a model, say so,
-	 * rather than that no config.json is beside it */
-	if (st_open(&st, mf.weights, &e) < 0 || config_load(&cfg, mf.config, &e) < 0)
-		cli_die_err(&e);
-	struct mapfile gen, tok;
-	map_optional(&gen, mf.gen);
-	map_optional(&tok, mf.tokenizer);
-	struct gen_config gc;
-	gen_config_default(&gc, &cfg);
-	if (gen.size && gen_config_parse(&gc, (const char *)gen.data, gen.size, mf.gen, &e) < 0)
-		cli_die_err(&e);
+	struct source src;
+	source_open(&src, argv[optind]);
+	const struct modelpath *mf = &src.mf;
 
-	/* The file against its config, and every tensor planned, before any
-	 * byte is written. */
-	struct manifest want, have;
-	manifest_init(&want);
-	manifest_init(&have);
-	if (manifest_build(&want, &cfg, &e) < 0 || manifest_from_st(&have, &st, &e) < 0 ||
-	    manifest_check(&want, &have, mf.weights, &e) < 0)
-		cli_die_err(&e);
+	/* Every tensor planned before any byte is written. */
 	struct qwrite_opts o = { .level = level, .group_size = (int)group,
 				 .embeddings = embeddings, .dry_run = dry, .rel_error = true };
 	struct qfile_entry *plan;
-	switch (qwrite_plan(&st, &o, &plan, &e)) {
-	case QWRITE_EDTYPE: cli_die("%s: %s", mf.weights, e.msg);
+	switch (qwrite_plan(&src.st, &o, &plan, &e)) {
+	case QWRITE_EDTYPE: cli_die("%s: %s", mf->weights, e.msg);
 	case QWRITE_EGROUP: cli_die_usage("--group-size: %s", e.msg);
 	}
 
@@ -302,17 +306,17 @@ int main(int argc, char **argv)
 	if (report && !(pg.report = fopen(report, "w")))
 		cli_die("%s: %m", report);
 	struct mapfile cfgmap;
-	if (mapfile_open(&cfgmap, mf.config, &e) < 0)
+	if (mapfile_open(&cfgmap, mf->config, &e) < 0)
 		cli_die_err(&e);
 	static const char empty_json[] = "{}";
 	struct qfile_header h = {
 		.config_json = (const char *)cfgmap.data, .config_len = cfgmap.size,
-		.gen_json = gen.size ? (const char *)gen.data : empty_json,
-		.gen_len = gen.size ? gen.size : 2,
-		.tokenizer_json = (const char *)tok.data, .tokenizer_len = tok.size,
+		.gen_json = src.gen.size ? (const char *)src.gen.data : empty_json,
+		.gen_len = src.gen.size ? src.gen.size : 2,
+		.tokenizer_json = (const char *)src.tok.data, .tokenizer_len = src.tok.size,
 	};
 	struct qwrite_hooks hooks = { .tensor = on_tensor, .arg = &pg };
-	int rc = qwrite_model(out, &st, plan, &h, &o, &hooks, &e);
+	int rc = qwrite_model(out, &src.st, plan, &h, &o, &hooks, &e);
 	if (rc < 0)
 		cli_die_err(&e);
 	if (pg.report && (fflush(pg.report) != 0 || ferror(pg.report) || fclose(pg.report) != 0))
@@ -323,11 +327,7 @@ int main(int argc, char **argv)
 		100.0 * (double)after / (double)before, before, level,
 		embeddings ? ", embeddings too" : "");
 	free(plan);
-	manifest_free(&want);
-	manifest_free(&have);
 	mapfile_close(&cfgmap);
-	mapfile_close(&gen);
-	mapfile_close(&tok);
-	st_close(&st);
+	source_close(&src);
 	cli_exit(0);
 }
