@@ -109,10 +109,13 @@ static void scale_min(int j, const unsigned char *q, int *sc, int *m)
 	}
 }
 
-static void q4_k(const unsigned char *b, float *y)
+/* Q4_K and Q5_K: eight sub-blocks of 32 with 6-bit scales and mins; Q5_K
+ * adds a fifth bit per weight from qh (NULL for Q4_K). */
+static void k_block(const unsigned char *b, const unsigned char *qh,
+		    const unsigned char *qs, float *y)
 {
 	float d = half(b), dmin = half(b + 2);
-	const unsigned char *sc = b + 4, *qs = b + 16;
+	const unsigned char *sc = b + 4;
 	for (int i = 0; i < 8; i++) {
 		int s, m;
 		scale_min(i, sc, &s, &m);
@@ -120,28 +123,23 @@ static void q4_k(const unsigned char *b, float *y)
 		const unsigned char *q = qs + 32 * (i / 2);
 		int shift = 4 * (i % 2);
 		for (int l = 0; l < 32; l++) {
-			float p = ds * (float)((q[l] >> shift) & 15);
+			int x = (q[l] >> shift) & 15;
+			if (qh)
+				x |= ((qh[l] >> i) & 1) << 4;
+			float p = ds * (float)x;
 			y[32 * i + l] = p - dm;
 		}
 	}
 }
 
+static void q4_k(const unsigned char *b, float *y)
+{
+	k_block(b, NULL, b + 16, y);
+}
+
 static void q5_k(const unsigned char *b, float *y)
 {
-	float d = half(b), dmin = half(b + 2);
-	const unsigned char *sc = b + 4, *qh = b + 16, *qs = b + 48;
-	for (int i = 0; i < 8; i++) {
-		int s, m;
-		scale_min(i, sc, &s, &m);
-		float ds = d * (float)s, dm = dmin * (float)m;
-		const unsigned char *q = qs + 32 * (i / 2);
-		int shift = 4 * (i % 2);
-		for (int l = 0; l < 32; l++) {
-			int x = ((q[l] >> shift) & 15) | ((qh[l] >> i) & 1) << 4;
-			float p = ds * (float)x;
-			y[32 * i + l] = p - dm;
-		}
-	}
+	k_block(b, b + 16, b + 48, y);
 }
 
 static void q6_k(const unsigned char *b, float *y)
