@@ -102,7 +102,11 @@ two() {
 @test "-o md: a table of both engines, ratios and wins" {
 	run -0 two
 	assert_line --partial "against llama.cpp ($STUB, -mmp 0), in the same repetitions"
-	assert_line --regexp '^\| shakespeare-tiny bf16 \| a\.gguf \(stub Q1\) \| 1 \| [0-9.]+ / 1000000\.0 \| 0\.00x \(1/3\) \| [0-9.]+ / 1000000\.0 \| 0\.00x \(1/3\) \|$'
+	# The ratios themselves are checked above; here only the table: our
+	# median against the stub's, and the wins (closed forms). A ratio's
+	# digits depend on how fast the tiny model ran (7804 tok/s / 1e6 prints
+	# 0.01x), so they are not asserted here.
+	assert_line --regexp '^\| shakespeare-tiny bf16 \| a\.gguf \(stub Q1\) \| 1 \| [0-9.]+ / 1000000\.0 \| [0-9.]+x \(1/3\) \| [0-9.]+ / 1000000\.0 \| [0-9.]+x \(1/3\) \|$'
 	assert_line --regexp '^\| tiny\.q8 int8 \| b\.gguf \(stub Q2\) \| 2 \| [0-9.]+ / 0\.0 \| [0-9.]+x \(2/3\) \|'
 }
 
