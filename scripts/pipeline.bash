@@ -20,12 +20,18 @@ qp_usage_error() {
 
 # qp_model MODEL: refuses a model directory that has a config but no
 # weights, saying how to get them, and sets qp_tok to the tok flags for
-# the model's tokenizer: its directory's tokenizer.json when there is one,
-# else tok's default (the bundled Qwen2.5 one). Anything else wrong with
-# MODEL (it does not exist, a bad config) forward reports itself.
+# the model's tokenizer: a GGUF file's own (its tokenizer.ggml.* arrays and
+# chat template), a directory's tokenizer.json when it has one, else tok's
+# default (the bundled Qwen2.5 one). Anything else wrong with MODEL (it
+# does not exist, a bad config, a damaged GGUF) forward or tok reports
+# itself.
 qp_model() {
 	local m=$1 bundled
 	qp_tok=()
+	if [[ $m = *.gguf ]]; then
+		qp_tok=(--tokenizer "$m")
+		return 0
+	fi
 	[ -d "$m" ] || return 0
 	[ -f "$m/tokenizer.json" ] && qp_tok=(--tokenizer "$m")
 	if [ -f "$m/config.json" ] && [ ! -e "$m/model.safetensors" ]; then

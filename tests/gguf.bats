@@ -161,6 +161,36 @@ rejects() {
 	assert_output --partial '<|im_start|>user'
 }
 
+# swapped DIR: the tiny model written as DIR.gguf with a tokenizer whose
+# tokens "ROM" and " I" trade ids (3361 and 358), so that the file encodes
+# "ROMEO:" as 358 6760 25 where the bundled tokenizer gives 3361 6760 25,
+# and decodes 358 as "ROM": a script that used the bundled tokenizer with
+# this file would feed the model other ids and print other text.
+swapped() {
+	cp -r "$TINY" "$1"
+	jq -c '.model.vocab.ROM as $a | .model.vocab["\u0120I"] as $b
+		| .model.vocab.ROM = $b | .model.vocab["\u0120I"] = $a' "$TINY/tokenizer.json" > "$1/tokenizer.json"
+	quantize "$1" -o "$1.gguf" --format gguf --level bf16 2> /dev/null
+	[ "$(printf 'ROMEO:' | tok encode --tokenizer "$1.gguf" | tr '\n' ' ')" = "358 6760 25 " ]
+}
+
+@test "scripts/generate and scripts/chat read a GGUF file's own tokenizer and template" {
+	d=$BATS_TEST_TMPDIR/swapped
+	swapped "$d"
+	G1=(--tokenizer "$d.gguf")
+	want=$(printf 'ROMEO:' | tok encode "${G1[@]}" | forward "$d.gguf" | sample --greedy -n 8 |
+		tok decode "${G1[@]}")
+	run -0 "$ROOT/scripts/generate" "$d.gguf" "ROMEO:" --greedy -n 8
+	[ "$output" = "$want" ]
+	[ "$want" != "$(printf 'ROMEO:' | tok encode | forward "$d.gguf" | sample --greedy -n 8 | tok decode)" ]
+	# One chat turn: the message in the file's template, the answer decoded
+	# by the file's tokenizer (special tokens skipped, as the chat does).
+	want=$(tok chat "${G1[@]}" --user "ROMEO:" | forward "$d.gguf" | sample --greedy -n 8 |
+		tok decode "${G1[@]}" --skip-special)
+	run -0 bash -c "printf 'ROMEO:\n' | '$ROOT/scripts/chat' '$d.gguf' --greedy -n 8"
+	[ "$output" = "$want" ]
+}
+
 @test "a GGUF of another architecture, a broken tokenizer or a bad file is refused by name" {
 	run --separate-stderr -1 forward "$G/llama.gguf" --score <<<"1"
 	[ "$stderr" = "forward: $G/llama.gguf: architecture 'llama' is not supported (qwen2)" ]
