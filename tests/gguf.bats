@@ -230,6 +230,18 @@ swapped() {
 	cmp "$BATS_TEST_TMPDIR/st" "$BATS_TEST_TMPDIR/gg"  # its config is the directory's: the header too
 }
 
+@test "F16 matrices run as stored, on the f16 kernels: the float32 path's logits, bitwise" {
+	O=$BATS_TEST_TMPDIR/t.f16.gguf
+	quantize "$TINY" -o "$O" --format gguf --level f16 2>/dev/null
+	run --separate-stderr -0 forward -v "$O" --score <<<"1 2 3"
+	[[ $stderr == *"GGUF: every matrix as stored"* ]]
+	ids=$(jq -r '.ids | map(tostring) | join(" ")' "$GOLDEN/shakespeare-tiny/citizen.json")
+	forward "$O" --score --all <<<"$ids" >"$BATS_TEST_TMPDIR/f16"
+	# --f32 widens every matrix exactly to float32 at load
+	forward "$O" --f32 --score --all <<<"$ids" >"$BATS_TEST_TMPDIR/f32"
+	cmp "$BATS_TEST_TMPDIR/f16" "$BATS_TEST_TMPDIR/f32"
+}
+
 @test "quantize --format gguf: usage errors" {
 	run --separate-stderr -2 quantize "$TINY" -o x.gguf --format gguf --level int8
 	[ "${stderr_lines[0]}" = "quantize: --level: 'int8' is not bf16, f16, q8_0 or q4_0 (--format gguf)" ]

@@ -57,7 +57,8 @@ uint64_t qfile_data_len(enum wtype t, int ndim, const int64_t *shape)
 	uint64_t n = (uint64_t)shape[0] * (ndim == 2 ? (uint64_t)shape[1] : 1);
 	switch (t) {
 	case WT_F32: return n * 4;
-	case WT_BF16: return n * 2;
+	case WT_BF16:
+	case WT_F16: return n * 2;
 	case WT_Q8: return n;
 	case WT_Q4: return n / 2;
 	}

@@ -29,11 +29,13 @@ static float dot_scalar(const float *a, const float *b, int n)
 	return kern_sum16(s);
 }
 
-static float dot_bf16_scalar(const uint16_t *a, const float *b, int n)
+/* dot of 16-bit weights a, each widened exactly by `widen`. */
+static inline float dot_h16_scalar(const uint16_t *a, const float *b, int n,
+				   float (*widen)(uint16_t))
 {
 	float s[KDOT_LANES] = {0};
 	for (int i = 0; i < n; i++)
-		s[i % KDOT_LANES] = fmaf(bf16_to_f32(a[i]), b[i], s[i % KDOT_LANES]);
+		s[i % KDOT_LANES] = fmaf(widen(a[i]), b[i], s[i % KDOT_LANES]);
 	return kern_sum16(s);
 }
 
@@ -65,13 +67,26 @@ static void matmul_f32_scalar(float *y, int ldy, const float *w, int cols,
 							    x + (size_t)t * ldx, cols);
 }
 
-static void matmul_bf16_scalar(float *y, int ldy, const uint16_t *w, int cols,
-			       int r0, int r1, const float *x, int ldx, int T)
+static inline void matmul_h16_scalar(float *y, int ldy, const uint16_t *w, int cols,
+				     int r0, int r1, const float *x, int ldx, int T,
+				     float (*widen)(uint16_t))
 {
 	for (int r = r0; r < r1; r++)
 		for (int t = 0; t < T; t++)
-			y[(size_t)t * ldy + r] = dot_bf16_scalar(w + (size_t)r * cols,
-								 x + (size_t)t * ldx, cols);
+			y[(size_t)t * ldy + r] = dot_h16_scalar(w + (size_t)r * cols,
+								x + (size_t)t * ldx, cols, widen);
+}
+
+static void matmul_bf16_scalar(float *y, int ldy, const uint16_t *w, int cols,
+			       int r0, int r1, const float *x, int ldx, int T)
+{
+	matmul_h16_scalar(y, ldy, w, cols, r0, r1, x, ldx, T, bf16_to_f32);
+}
+
+static void matmul_f16_scalar(float *y, int ldy, const uint16_t *w, int cols,
+			      int r0, int r1, const float *x, int ldx, int T)
+{
+	matmul_h16_scalar(y, ldy, w, cols, r0, r1, x, ldx, T, f16_to_f32);
 }
 
 void kern_matmul_b16_ref(float *y, int ldy, const uint16_t *w, int cols,
@@ -137,6 +152,7 @@ static const struct kernels kernels_scalar = {
 	.level = CPU_SCALAR,
 	.matmul_f32 = matmul_f32_scalar,
 	.matmul_bf16 = matmul_bf16_scalar,
+	.matmul_f16 = matmul_f16_scalar,
 	.matmul_b16 = kern_matmul_b16_ref,
 	.dot = dot_scalar,
 	.rmsnorm = rmsnorm_scalar,
@@ -169,10 +185,11 @@ void kern_row_float(const struct wmat *w, int r, float *out)
 		memcpy(out, (const float *)w->data + (size_t)r * w->cols,
 		       sizeof(float) * (size_t)w->cols);
 		return;
-	case WT_BF16: {
+	case WT_BF16:
+	case WT_F16: {
 		const uint16_t *p = (const uint16_t *)w->data + (size_t)r * w->cols;
 		for (int i = 0; i < w->cols; i++)
-			out[i] = bf16_to_f32(p[i]);
+			out[i] = w->type == WT_BF16 ? bf16_to_f32(p[i]) : f16_to_f32(p[i]);
 		return;
 	}
 	case WT_Q8:

@@ -57,6 +57,9 @@
  * t in [0, T). W is row-major [rows x cols]. */
 typedef void kmatmul_f32_fn(float *y, int ldy, const float *w, int cols,
 			    int r0, int r1, const float *x, int ldx, int T);
+/* The same with 16-bit weights widened exactly: bf16 (matmul_bf16) or IEEE
+ * binary16 (matmul_f16, GGUF's F16): each output is the canonical dot of
+ * the widened row, so bitwise what matmul_f32 gives on the widened matrix. */
 typedef void kmatmul_bf16_fn(float *y, int ldy, const uint16_t *w, int cols,
 			     int r0, int r1, const float *x, int ldx, int T);
 /* The same with bf16 inputs x (dot_b16 above). */
@@ -67,6 +70,7 @@ struct kernels {
 	enum cpu_level level;
 	kmatmul_f32_fn *matmul_f32;
 	kmatmul_bf16_fn *matmul_bf16;
+	kmatmul_bf16_fn *matmul_f16;
 	kmatmul_b16_fn *matmul_b16;  /* vdpbf16ps where the CPU has it */
 	float (*dot)(const float *a, const float *b, int n);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
@@ -91,8 +95,8 @@ float kern_sum16(const float s[KDOT_LANES]);
 /* matmul_b16 in scalar code: every table's, except where vdpbf16ps runs. */
 kmatmul_b16_fn kern_matmul_b16_ref;
 
-/* out[0..cols) = row r of w, a WT_F32 or WT_BF16 matrix, as float (bf16
- * widened exactly). kern_row (matmul.h) takes any storage type. */
+/* out[0..cols) = row r of w, a WT_F32, WT_BF16 or WT_F16 matrix, as float
+ * (16-bit weights widened exactly). kern_row (matmul.h) takes any storage type. */
 void kern_row_float(const struct wmat *w, int r, float *out);
 
 /* The canonical exp (see above), scalar. Inputs are clamped to

@@ -24,6 +24,11 @@ AI __m256 ld_bf16(const uint16_t *p)
 	return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
+AI __m256 ld_f16(const uint16_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
 AI float wf32(float v)
 {
 	return v;
@@ -86,7 +91,9 @@ static void NAME(float *y, int ldy, const WT *w, int cols, int r0, int r1,    \
 MATMUL_BLOCK(block_f32, float, ld_f32, wf32)
 MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, bf16_to_f32)
 MATMUL(matmul_f32, block_f32, float)
+MATMUL_BLOCK(block_f16, uint16_t, ld_f16, f16_to_f32)
 MATMUL(matmul_bf16, block_bf16, uint16_t)
+MATMUL(matmul_f16, block_f16, uint16_t)
 
 /* The lane primitives of kernels_simd.h: lanes 0-7 in lo, 8-15 in hi;
  * tails through lane masks made by comparing the lane indices with n. */
@@ -173,6 +180,7 @@ const struct kernels kernels_avx2 = {
 	.level = CPU_AVX2,
 	.matmul_f32 = matmul_f32,
 	.matmul_bf16 = matmul_bf16,
+	.matmul_f16 = matmul_f16,
 	.matmul_b16 = kern_matmul_b16_ref,
 	.dot = dot,
 	.rmsnorm = rmsnorm,

@@ -47,6 +47,17 @@ AI __m512 ld_bf16_tail(const uint16_t *p, __mmask16 m)
 	return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 
+/* IEEE binary16, widened exactly by vcvtph2ps. */
+AI __m512 ld_f16(const uint16_t *p)
+{
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+AI __m512 ld_f16_tail(const uint16_t *p, __mmask16 m)
+{
+	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
 /* A block of RB <= 4 rows by TB <= 6 inputs: RB * TB accumulators (24 of the
  * 32 registers, the 4 rows of weights and one input beside them). */
 #define MATMUL_BLOCK(NAME, WT, LD, LD_TAIL)                                   \
@@ -124,7 +135,9 @@ ATTR void NAME(float *y, int ldy, const WT *w, int cols, int r0, int r1,      \
 MATMUL_BLOCK(block_f32, float, ld_f32, ld_f32_tail)
 MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, ld_bf16_tail)
 MATMUL(matmul_f32, block_f32, float, float, static)
+MATMUL_BLOCK(block_f16, uint16_t, ld_f16, ld_f16_tail)
 MATMUL(matmul_bf16, block_bf16, uint16_t, float, static)
+MATMUL(matmul_f16, block_f16, uint16_t, float, static)
 
 /* bf16 activations (dot_b16 in kernels.h) with vdpbf16ps: 32 columns per
  * step, lane j of the accumulator taking the pair 2j + 1, 2j of them, as
@@ -220,8 +233,9 @@ AI float v_hmax(V v) { return _mm512_reduce_max_ps(v); }
 
 #define AVX512_TABLE(B16)                                                     \
 	{ .level = CPU_AVX512, .matmul_f32 = matmul_f32, .matmul_bf16 = matmul_bf16, \
-	  .matmul_b16 = B16, .dot = dot, .rmsnorm = rmsnorm, .softmax = softmax,   \
-	  .rope = rope, .silu_mul = silu_mul, .axpy = axpy }
+	  .matmul_f16 = matmul_f16, .matmul_b16 = B16, .dot = dot,               \
+	  .rmsnorm = rmsnorm, .softmax = softmax, .rope = rope,                 \
+	  .silu_mul = silu_mul, .axpy = axpy }
 
 const struct kernels kernels_avx512 = AVX512_TABLE(kern_matmul_b16_ref),
 		     kernels_avx512_dpbf16 = AVX512_TABLE(matmul_b16_dpbf16);

@@ -22,6 +22,10 @@ void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 		k->matmul_bf16(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->x, m->ldx,
 			       m->T);
 		return;
+	case WT_F16:
+		k->matmul_f16(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->x, m->ldx,
+			      m->T);
+		return;
 	case WT_Q8:
 	case WT_Q4:
 		if (m->xa)

@@ -108,7 +108,8 @@ size_t wmat_bytes(const struct wmat *w)
 	size_t n = (size_t)w->rows * (size_t)w->cols;
 	switch (w->type) {
 	case WT_F32: return n * 4;
-	case WT_BF16: return n * 2;
+	case WT_BF16:
+	case WT_F16: return n * 2;
 	case WT_Q8: return n + sizeof(float) * (size_t)w->rows;
 	case WT_Q4: return n / 2 + sizeof(float) * q4_nscales(w->rows, w->cols, w->group_size);
 	}

@@ -1,8 +1,8 @@
 /* weights: a view of one weight matrix, whatever its storage.
  *
  * The forward pass multiplies activations by matrices stored as float32,
- * bfloat16 (read directly: 2 bytes per weight, widened in registers) or the
- * quantized formats of the containers. A `struct wmat` describes one such
+ * bfloat16 or float16 (read directly: 2 bytes per weight, widened exactly
+ * in registers) or the quantized formats of the containers. A `struct wmat` describes one such
  * matrix without owning it: data points into a mapping or into memory the
  * model owns. Kernels (lib/kernels/kernels.h) dispatch on `type`.
  *
@@ -10,6 +10,7 @@
  * feature, as in PyTorch's nn.Linear weight (y = W x).
  *   WT_F32   float    data[rows * cols]
  *   WT_BF16  uint16_t data[rows * cols]
+ *   WT_F16   uint16_t data[rows * cols], IEEE binary16 (GGUF's F16)
  *   WT_Q8    int8_t   data[rows * cols], float scales[rows] (one per row):
  *            w = scales[r] * q
  *   WT_Q4    uint8_t  data[rows * cols / 2], two weights per byte, group-wise
@@ -22,7 +23,7 @@
 
 #include <stdint.h>
 
-enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4 };
+enum wtype { WT_F32, WT_BF16, WT_F16, WT_Q8, WT_Q4 };
 
 struct wmat {
 	enum wtype type;

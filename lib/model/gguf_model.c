@@ -17,7 +17,7 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 {
 	if (o->f32)
 		return t->type == GGML_F32 && o->mmap ? P_VIEW : P_F32;
-	if (t->type == GGML_BF16 || t->type == GGML_F32)
+	if (t->type == GGML_BF16 || t->type == GGML_F16 || t->type == GGML_F32)
 		return P_VIEW;
 	return t->type == GGML_Q4_0 ? P_Q4 : P_F32;
 }
@@ -59,7 +59,7 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 	int rows = (int)t->ne[1], cols = (int)t->ne[0];
 	*w = (struct wmat){ .rows = rows, .cols = cols };
 	if (p == P_VIEW) {
-		w->type = t->type == GGML_BF16 ? WT_BF16 : WT_F32;
+		w->type = t->type == GGML_BF16 ? WT_BF16 : t->type == GGML_F16 ? WT_F16 : WT_F32;
 		w->data = t->data;
 	} else if (p == P_Q4) {
 		unsigned char *q = L->next;

@@ -194,6 +194,24 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		k->matmul_bf16(y2, rows, wb, cols, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows), "%s matmul_bf16 %dx%d T=%d differs",
 		      name, rows, cols, T);
+		/* binary16 weights: the same bits as the reference, and as the
+		 * float32 product of the exactly widened matrix (an independent
+		 * path: f16_to_f32, then matmul_f32). */
+		uint16_t *wh = malloc(2 * (size_t)rows * cols);
+		for (int i = 0; i < rows * cols; i++) {
+			wh[i] = f32_to_f16(wf[i]);
+			wf[i] = f16_to_f32(wh[i]);
+		}
+		ref->matmul_f16(y1, rows, wh, cols, 1, rows, x, cols, T);
+		k->matmul_f16(y2, rows, wh, cols, 1, rows, x, cols, T);
+		CHECK(same_bits(y1, y2, T * rows), "%s matmul_f16 %dx%d T=%d differs",
+		      name, rows, cols, T);
+		ref->matmul_f32(y1, rows, wf, cols, 1, rows, x, cols, T);
+		CHECK(same_bits(y1, y2, T * rows),
+		      "%s matmul_f16 %dx%d T=%d: not matmul_f32 of the widened weights",
+		      name, rows, cols, T);
+		free(wh);
+		k->matmul_bf16(y2, rows, wb, cols, 1, rows, x, cols, T);
 		/* Each output is the canonical dot of its row: a matvec of one
 		 * input gives the same bits as the batched product. */
 		float *one = calloc((size_t)rows, sizeof(float));
