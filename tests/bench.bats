@@ -206,6 +206,21 @@ quick() {
 	assert_output "$(printf 'true\ntrue\ntrue')"
 }
 
+@test "GGUF files: f16 and q8_0 run as stored, each kind with its own kernel ceiling and bytes" {
+	d=$BATS_TEST_TMPDIR
+	for l in f16 q8_0; do quantize "$TINY" -o "$d/t.$l.gguf" --format gguf --level $l 2>/dev/null; done
+	run -0 bench -r 1 -n 2 -p 4 -t 1 --membw-mib 16 --no-sgemm --record "$REC" \
+		"$d/t.f16.gguf" "$d/t.q8_0.gguf" "$d/t.f16.gguf"
+	run -0 jq -r 'select(.bench == "kernel") | .precision' "$REC"
+	assert_output "$(printf 'f16\nint8 (groups)')"
+	# bytes per token: 2 a weight (f16); 1 a weight and a 4-byte scale per
+	# 32 (Q8_0 repacked as int8 in groups), every matrix, the embedding tied
+	w=$(st-inspect --json "$TINY" | jq '[.tensors[] | select(.shape | length == 2)
+		| .shape[0] * .shape[1]] | add')
+	run -0 jq -r 'select(.bench == "model") | [.precision, .bytes_per_token] | @tsv' "$REC"
+	assert_output "$(printf 'f16\t%d\nint8\t%d\nf16\t%d' $((2 * w)) $((w + w / 8)) $((2 * w)))"
+}
+
 @test "--int8-activations: each container once more, with int8 activations, named +a8" {
 	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q8" --level int8 2>/dev/null
 	run -0 quick -o jsonl --no-sgemm --int8-activations "$BATS_TEST_TMPDIR/t.q8"

@@ -13,7 +13,8 @@
 
 static const char *precision_of(const struct wmat *w)
 {
-	static const char *names[] = { "f32", "bf16", "int8", "int4" };
+	static const char *names[] = { [WT_F32] = "f32", [WT_BF16] = "bf16", [WT_Q8] = "int8",
+				       [WT_Q4] = "int4", [WT_F16] = "f16" };
 	return names[w->type];
 }
 
@@ -178,8 +179,9 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
 
 /* ---- the kernels' ceiling ---- */
 
-int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int b16act,
-		     int rows, int cols, int reps, struct spread *gbs, struct err *e)
+int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, int act8,
+		     int b16act, int rows, int cols, int reps, struct spread *gbs,
+		     struct err *e)
 {
 	size_t n = (size_t)rows * cols, np = (size_t)q8a_padded(cols);
 	float *wf = malloc(n * sizeof *wf), *x = malloc((size_t)cols * sizeof *x);
@@ -201,12 +203,13 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int b16
 		x[i] = (float)(rng_uniform(&r) - 0.5);
 	struct wmat src = { .type = WT_F32, .rows = rows, .cols = cols, .data = wf };
 	struct wmat w = { .type = type, .rows = rows, .cols = cols, .data = data,
-			  .scales = scales, .group_size = type == WT_Q4 ? Q4_DEFAULT_GROUP : 0 };
+			  .scales = scales, .group_size = group_size };
 	if (type == WT_F32)
 		memcpy(data, wf, n * sizeof *wf);
-	else if (type == WT_BF16)
+	else if (type == WT_BF16 || type == WT_F16)
 		for (size_t i = 0; i < n; i++)
-			((uint16_t *)data)[i] = f32_to_bf16(wf[i]);
+			((uint16_t *)data)[i] = type == WT_BF16 ? f32_to_bf16(wf[i])
+							       : f32_to_f16(wf[i]);
 	else
 		quant_matrix(&src, type, w.group_size, 0, data, scales);
 	q8a_quantize(x, cols, &xa);

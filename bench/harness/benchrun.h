@@ -46,7 +46,7 @@ struct bench_contender {
 	int act8;                /* run with int8 activations (forward_opts) */
 	int b16act;              /* run with bf16 activations (forward_opts) */
 	struct model m;
-	const char *precision;   /* "f32", "bf16", "int8", "int4" (of the matrices) */
+	const char *precision;   /* "f32", "bf16", "f16", "int8", "int4" (of the matrices) */
 	const char *weights;     /* "mapped" or "copied" (or "widened" for f32) */
 	size_t bytes_per_token;  /* weight bytes one decode step reads */
 	double open_s;           /* model_load, wall seconds */
@@ -89,13 +89,16 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
  * a warm-up). Decode cannot read weights from memory faster than its
  * kernel consumes them, so threads x this figure over the measured
  * bandwidth bounds the fraction of the limit decode can reach. The matrix
- * is random, quantized like quantize does (int4: group 32). act8 (int8 /
+ * is random, quantized like quantize does, with group_size as the model's
+ * matrices have it (int4: 32; int8: 0, a scale per row, or GGUF's 32);
+ * float16 as GGUF's F16 (type WT_F16). act8 (int8 /
  * int4 only): the int8-activation kernel, the input quantized once before
  * the timed calls; b16act (bf16 only): the bf16-activation kernel, the
  * input rounded to bf16 the same way. Returns 0, or -1 with e set
  * (memory). */
-int bench_kernel_gbs(const struct kernels *k, enum wtype type, int act8, int b16act,
-		     int rows, int cols, int reps, struct spread *gbs, struct err *e);
+int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, int act8,
+		     int b16act, int rows, int cols, int reps, struct spread *gbs,
+		     struct err *e);
 
 struct bench_machine {
 	char cpu[128];       /* /proc/cpuinfo "model name" */

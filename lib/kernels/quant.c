@@ -110,7 +110,9 @@ size_t wmat_bytes(const struct wmat *w)
 	case WT_F32: return n * 4;
 	case WT_BF16:
 	case WT_F16: return n * 2;
-	case WT_Q8: return n + sizeof(float) * (size_t)w->rows;
+	case WT_Q8:
+		return n + sizeof(float) * (w->group_size ? q4_nscales(w->rows, w->cols, w->group_size)
+							  : (size_t)w->rows);
 	case WT_Q4: return n / 2 + sizeof(float) * q4_nscales(w->rows, w->cols, w->group_size);
 	}
 	return 0;
@@ -119,10 +121,8 @@ size_t wmat_bytes(const struct wmat *w)
 void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
 {
 	if (w->type == WT_Q8) {
-		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
-		float s = w->scales[r];
 		for (int c = c0; c < c1; c++)
-			out[c - c0] = s * (float)q[c];
+			out[c - c0] = quant_scale(w, r, c) * (float)quant_code(w, r, c);
 		return;
 	}
 	const float *s = w->scales + (size_t)r * (w->cols / w->group_size);
@@ -144,7 +144,12 @@ void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
 	float row[n];
 	for (int r = 0; r < src->rows; r++) {
 		kern_row_float(src, r, row);
-		if (to == WT_Q8)
+		if (to == WT_Q8 && group)
+			for (int g = 0; g < n / group; g++)
+				q8_quantize_row(row + (size_t)g * group, group,
+						(int8_t *)data + (size_t)r * n + (size_t)g * group,
+						scales + (size_t)r * (n / group) + g);
+		else if (to == WT_Q8)
 			q8_quantize_row(row, n, (int8_t *)data + (size_t)r * n, &scales[r]);
 		else
 			(rtn ? q4_quantize_row_rtn : q4_quantize_row)(
@@ -187,8 +192,8 @@ void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 	}
 }
 
-void q4_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		      const float *x, int ldx, int T)
+void grp_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		       const float *x, int ldx, int T)
 {
 	int G = w->group_size, ng = w->cols / G;
 	for (int r = r0; r < r1; r++) {
@@ -199,7 +204,7 @@ void q4_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 			for (int g = 0; g < ng; g++) {
 				float gs[KDOT_LANES] = { 0 };
 				for (int c = g * G; c < (g + 1) * G; c++)
-					gs[c % 16] = fmaf((float)q4_code(w, r, c), xt[c], gs[c % 16]);
+					gs[c % 16] = fmaf((float)quant_code(w, r, c), xt[c], gs[c % 16]);
 				for (int j = 0; j < 16; j++)
 					acc[j] = fmaf(gs[j], s[g], acc[j]);
 			}
@@ -237,22 +242,20 @@ void q8a_quantize_scalar(const float *x, int n, struct q8act *a)
 void matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
 		       int r0, int r1)
 {
-	int n = w->cols, q4 = w->type == WT_Q4, G = q4 ? w->group_size : 1;
+	int n = w->cols, grouped = wmat_grouped(w);
 	for (int r = r0; r < r1; r++) {
-		const int8_t *q8 = q4 ? NULL : (const int8_t *)w->data + (size_t)r * n;
-		const float *ws = q4 ? w->scales + (size_t)r * (n / G) : NULL;
 		float acc[KDOT_LANES] = { 0 };
 		for (int c = 0; c < n; c += 4) {
 			int32_t d = 0;
 			for (int i = c; i < c + 4 && i < n; i++)
-				d += (q4 ? q4_code(w, r, i) : q8[i]) * a->q[i];
+				d += quant_code(w, r, i) * a->q[i];
 			float s = a->scales[c / Q8A_BLOCK];
-			if (q4)
-				s *= ws[c / G];
+			if (grouped)
+				s *= quant_scale(w, r, c);
 			int j = c / 4 % KDOT_LANES;
 			acc[j] = fmaf((float)d, s, acc[j]);
 		}
-		y[r] = kern_sum16(acc) * (q4 ? 1.0f : w->scales[r]);
+		y[r] = kern_sum16(acc) * (grouped ? 1.0f : w->scales[r]);
 	}
 }
 
@@ -264,10 +267,13 @@ void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
 	static quant_matmul_fn *const q8[] = {
 		[CPU_SCALAR] = q8_matmul_scalar, [CPU_AVX2] = q8_matmul_avx2,
 		[CPU_AVX512] = q8_matmul_avx512 };
+	static quant_matmul_fn *const q8g[] = {
+		[CPU_SCALAR] = grp_matmul_scalar, [CPU_AVX2] = q8g_matmul_avx2,
+		[CPU_AVX512] = q8g_matmul_avx512 };
 	static quant_matmul_fn *const q4[] = {
-		[CPU_SCALAR] = q4_matmul_scalar, [CPU_AVX2] = q4_matmul_avx2,
+		[CPU_SCALAR] = grp_matmul_scalar, [CPU_AVX2] = q4_matmul_avx2,
 		[CPU_AVX512] = q4_matmul_avx512 };
-	(w->type == WT_Q8 ? q8 : q4)[level](w, y, ldy, r0, r1, x, ldx, T);
+	(w->type == WT_Q4 ? q4 : wmat_grouped(w) ? q8g : q8)[level](w, y, ldy, r0, r1, x, ldx, T);
 }
 
 int quant_has_vnni(void)

@@ -48,7 +48,9 @@
  *   int4: per group, g[c % 16] = fmaf(q[c], x[c], g) over the group's
  *         weights in increasing c (from fresh zeros), then
  *         s[j] = fmaf(g[j], scale, s[j]) for each lane; after the last group
- *         the same fold gives the result.
+ *         the same fold gives the result;
+ *   int8 in groups (WT_Q8 with a group_size: GGUF's Q8_0, repacked at
+ *         load, lib/kernels/weights.h): int4's order on the int8 codes.
  *
  * int8 activations (`--int8-activations`, AVX-512 VNNI): the activation
  * vector is itself quantized, symmetric, in blocks of Q8A_BLOCK = 32 values
@@ -59,9 +61,10 @@
  * equal): 16 partial sums start at +0; for c = 0, 4, 8, ... the integer
  * d = sum of q[i] * a.q[i] over columns c .. c + 3 (those < cols) goes
  * into lane j = (c / 4) % 16 as acc[j] = fmaf((float)d, s, acc[j]), with
- * s = a.scales[c / 32] for int8 and s = a.scales[c / 32] * scale of c's
- * group (rounded to float first) for int4; the fold of kern_sum16 gives
- * the sum, times the row's scale for int8.
+ * s = a.scales[c / 32] for int8 with a scale per row, and
+ * s = a.scales[c / 32] * scale of c's group (rounded to float first) for
+ * int4 and int8 in groups; the fold of kern_sum16 gives the sum, times the
+ * row's scale for int8 with a scale per row.
  */
 #ifndef QUANT_H
 #define QUANT_H
@@ -89,8 +92,10 @@ void q4_quantize_row(const float *w, int n, int group, uint8_t *q, float *scales
  * codes in [-7, 7]) in the same packing: for comparison in ppl. */
 void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *scales);
 
-/* Quantizes a whole WT_F32 or WT_BF16 matrix src into `to` (WT_Q8, or
- * WT_Q4 with group; rtn picks q4_quantize_row_rtn): data gets
+/* Quantizes a whole WT_F32 or WT_BF16 matrix src into `to` (WT_Q8 with a
+ * scale per row when group is 0, or per group, each group quantized on its
+ * own as GGUF's Q8_0 is; WT_Q4 with group, rtn picking
+ * q4_quantize_row_rtn): data gets
  * q8_data_bytes / q4_data_bytes, scales rows / q4_nscales floats. Works a
  * row at a time (scratch on the stack: cols floats). */
 void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
@@ -123,6 +128,22 @@ static inline int q4_code(const struct wmat *w, int r, int c)
 	return (j < Q4_BLOCK / 2 ? (byte & 15) : (byte >> 4)) - 8;
 }
 
+/* The code of weight (r, c) of a WT_Q8 or WT_Q4 matrix. */
+static inline int quant_code(const struct wmat *w, int r, int c)
+{
+	if (w->type == WT_Q4)
+		return q4_code(w, r, c);
+	return ((const int8_t *)w->data)[(size_t)r * (size_t)w->cols + (size_t)c];
+}
+
+/* The scale of weight (r, c) of a WT_Q8 or WT_Q4 matrix. */
+static inline float quant_scale(const struct wmat *w, int r, int c)
+{
+	if (!wmat_grouped(w))
+		return w->scales[r];
+	return w->scales[(size_t)r * (size_t)(w->cols / w->group_size) + (size_t)(c / w->group_size)];
+}
+
 /* Dequantizes columns [c0, c1) of row r of a WT_Q8 or WT_Q4 matrix into
  * out[c1 - c0] (c0, c1 multiples of Q4_BLOCK for WT_Q4, or c1 == cols).
  * Used for the embedding lookup: w = scale * q,
@@ -132,7 +153,7 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
 /* ---- kernels ---- */
 
 /* y[t * ldy + r] = sum_c W[r][c] x[t * ldx + c] for r in [r0, r1) and
- * t < T: w is WT_Q8 or WT_Q4 (the argument order of kern_matmul,
+ * t < T: w is WT_Q8 (either kind of scales) or WT_Q4 (the argument order of kern_matmul,
  * lib/kernels/kernels.h). Each output is computed in the same order whatever T, the
  * row range, the split of rows into calls or the SIMD level, so chunking a
  * prompt, threading by rows or capping the level never changes a bit. With

@@ -16,8 +16,12 @@ typedef void quant_q8a_fn(const struct wmat *w, const struct q8act *a,
 			  float *y, int r0, int r1);
 
 quant_matmul_fn q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512;
-quant_matmul_fn q4_matmul_scalar, q4_matmul_avx2, q4_matmul_avx512;
-quant_q8a_fn matvec_q8a_scalar, matvec_q8a_vnni;  /* both types */
+/* Group-scaled codes, int4 and int8 (WT_Q8 with a group_size): one scalar
+ * reference for both. */
+quant_matmul_fn grp_matmul_scalar;
+quant_matmul_fn q4_matmul_avx2, q4_matmul_avx512;
+quant_matmul_fn q8g_matmul_avx2, q8g_matmul_avx512;
+quant_q8a_fn matvec_q8a_scalar, matvec_q8a_vnni;  /* every integer type */
 /* q8a_quantize: the scheme's definition one value at a time, and the same
  * bits 32 values at a time (AVX-512, for the CPUs with the VNNI kernel). */
 void q8a_quantize_scalar(const float *x, int n, struct q8act *a);

@@ -104,20 +104,48 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	}
 }
 
-/* The int4 block at p (32 weights) against x[0..32). */
-static inline A q4_step(const uint8_t *p, const float *x, A acc)
+/* ---- group-scaled codes: int4, and int8 in groups (GGUF's Q8_0) ----
+ *
+ * One set of loops for both, in int4's order (quant.h): q8 (a constant
+ * where these are inlined) says whether the codes are int8, one byte a
+ * weight, or int4, half a byte. */
+
+/* Bytes of codes of an n-weight row. */
+static inline size_t grp_row_bytes(int n, const int q8)
+{
+	return q8 ? (size_t)n : (size_t)n / 2;
+}
+
+/* The 32 codes of block c (a multiple of Q4_BLOCK) of the row at p as
+ * floats: weights c .. c + 15 in lo, c + 16 .. c + 31 in hi. */
+static inline __attribute__((always_inline)) void
+grp_widen(const uint8_t *p, int c, A *lo, A *hi, const int q8)
+{
+	if (q8) {
+		*lo = q8_widen((const int8_t *)p + c);
+		*hi = q8_widen((const int8_t *)p + c + 16);
+	} else {
+		q4_widen(p + c / 2, lo, hi);
+	}
+}
+
+/* Block c of the row at p against x[c .. c + 32). */
+static inline __attribute__((always_inline)) A
+grp_step(const uint8_t *p, int c, const float *x, A acc, const int q8)
 {
 	A lo, hi;
-	q4_widen(p, &lo, &hi);
-	return afma(hi, x + 16, afma(lo, x, acc));
+	grp_widen(p, c, &lo, &hi, q8);
+	return afma(hi, x + c + 16, afma(lo, x + c, acc));
 }
 
 /* Rows r .. r + 3 for token t (decode): the codes widened in registers
  * straight from the stream. */
-static inline void q4_rows4(const struct wmat *w, int r, const float *x, float *ys, int ldy, int t)
+static inline __attribute__((always_inline)) void
+grp_rows4(const struct wmat *w, int r, const float *x, float *ys, int ldy, int t,
+	  const int q8)
 {
 	int n = w->cols, G = w->group_size, ng = n / G;
-	size_t rb = (size_t)n / 2;  /* bytes per row */
+	size_t rb = grp_row_bytes(n, q8);
 	const uint8_t *q[4];
 	const float *s[4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
@@ -137,12 +165,12 @@ static inline void q4_rows4(const struct wmat *w, int r, const float *x, float *
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 			gs[i] = azero();
 		for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK) {
-			size_t o = (size_t)c / 2;
+			size_t o = q8 ? (size_t)c : (size_t)c / 2;
 			if ((o & 63) == 0)
 				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 					prefetch_at(q[i] + o, ahead);
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-				gs[i] = q4_step(q[i] + o, x + c, gs[i]);
+				gs[i] = grp_step(q[i], c, x, gs[i], q8);
 		}
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 			acc[i] = ascale(gs[i], s[i][g], acc[i]);
@@ -153,14 +181,15 @@ static inline void q4_rows4(const struct wmat *w, int r, const float *x, float *
 
 /* Rows r .. r + 3's codes as floats into f (row i at f + i * cols): widened
  * once for all the tokens of a batch. */
-static void q4_codes4(const struct wmat *w, int r, float *f)
+static inline __attribute__((always_inline)) void
+grp_codes4(const struct wmat *w, int r, float *f, const int q8)
 {
 	int n = w->cols;
 	for (int i = 0; i < 4; i++) {
-		const uint8_t *q = (const uint8_t *)w->data + (size_t)(r + i) * n / 2;
+		const uint8_t *q = (const uint8_t *)w->data + (size_t)(r + i) * grp_row_bytes(n, q8);
 		for (int c = 0; c < n; c += Q4_BLOCK) {
 			A lo, hi;
-			q4_widen(q + c / 2, &lo, &hi);
+			grp_widen(q, c, &lo, &hi, q8);
 			astore(f + (size_t)i * n + c, lo);
 			astore(f + (size_t)i * n + c + 16, hi);
 		}
@@ -170,10 +199,10 @@ static void q4_codes4(const struct wmat *w, int r, float *f)
 /* Rows r .. r + 3 for the tt tokens t .. t + tt - 1 (a constant where this
  * is inlined, at most QUANT_TT4) from their codes as floats f: each 16
  * codes loaded once for tt tokens, each x once for the four rows, the
- * order per (row, token) that of q4_rows4. */
+ * order per (row, token) that of grp_rows4. */
 static inline __attribute__((always_inline)) void
-q4_tile4(const struct wmat *w, const float *f, int r, const float *xs, int ldx,
-	 float *ys, int ldy, int t, const int tt)
+grp_tile4(const struct wmat *w, const float *f, int r, const float *xs, int ldx,
+	  float *ys, int ldy, int t, const int tt)
 {
 	int n = w->cols, G = w->group_size, ng = n / G;
 	const float *s[4];
@@ -207,11 +236,12 @@ q4_tile4(const struct wmat *w, const float *f, int r, const float *xs, int ldx,
 		ys[(size_t)(t + j) * ldy + r + i] = afold(acc[i][j]);
 }
 
-void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
-			 const float *xs, int ldx, int T)
+static inline __attribute__((always_inline)) void
+grp_matmul(const struct wmat *w, float *ys, int ldy, int r0, int r1, const float *xs,
+	   int ldx, int T, const int q8)
 {
 	int n = w->cols, G = w->group_size, ng = n / G;
-	size_t rb = (size_t)n / 2;  /* bytes per row */
+	size_t rb = grp_row_bytes(n, q8);
 	const uint8_t *base = w->data;
 	int r = r0;
 	/* A batch widens each block of four rows once into f (on the stack:
@@ -219,15 +249,15 @@ void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	float f[T > 1 ? 4 * n : 1];
 	for (; r + 4 <= r1; r += 4) {
 		if (T == 1) {
-			q4_rows4(w, r, xs, ys, ldy, 0);
+			grp_rows4(w, r, xs, ys, ldy, 0, q8);
 			continue;
 		}
-		q4_codes4(w, r, f);
+		grp_codes4(w, r, f, q8);
 		int t = 0;
 		for (; t + QUANT_TT4 <= T; t += QUANT_TT4)
-			q4_tile4(w, f, r, xs, ldx, ys, ldy, t, QUANT_TT4);
+			grp_tile4(w, f, r, xs, ldx, ys, ldy, t, QUANT_TT4);
 		for (; t < T; t++)
-			q4_tile4(w, f, r, xs, ldx, ys, ldy, t, 1);
+			grp_tile4(w, f, r, xs, ldx, ys, ldy, t, 1);
 	}
 	for (; r < r1; r++) {
 		const uint8_t *q0 = base + (size_t)r * rb;
@@ -238,10 +268,22 @@ void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 			for (int g = 0; g < ng; g++) {
 				A g0 = azero();
 				for (int c = g * G; c < (g + 1) * G; c += Q4_BLOCK)
-					g0 = q4_step(q0 + c / 2, x + c, g0);
+					g0 = grp_step(q0, c, x, g0, q8);
 				a0 = ascale(g0, s0[g], a0);
 			}
 			ys[(size_t)t * ldy + r] = afold(a0);
 		}
 	}
+}
+
+void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
+			 const float *xs, int ldx, int T)
+{
+	grp_matmul(w, ys, ldy, r0, r1, xs, ldx, T, 0);
+}
+
+void QUANT_FN(q8g_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
+			  const float *xs, int ldx, int T)
+{
+	grp_matmul(w, ys, ldy, r0, r1, xs, ldx, T, 1);
 }

@@ -9,6 +9,10 @@
  *                 it, which gives exactly sum(w x);
  *   int4 weights: the stored nibble u = q + 8 (unsigned) times x, minus
  *                 8 * sum(x), which gives exactly sum(q x).
+ * int4 and int8 in groups (GGUF's Q8_0) multiply each block's sum by the
+ * activation scale times the group's scale; int8 with a scale per row by
+ * the activation scale, and the row's scale at the end. `q4` (int4 codes)
+ * and `grp` (scales per group) are constants where the loops are inlined.
  * Up to four rows share each chunk's activation work; each row's weights are
  * prefetched ahead as lib/kernels/prefetch.h says. The full 64-column chunks go
  * without masks or branches (struct full); only the last partial chunk of a
@@ -80,11 +84,11 @@ chunk_load(struct chunk *k, const struct q8act *a, int c, int n, const int q4)
 
 /* The 64 weights wv of an int8 row against the chunk k: |x| (unsigned)
  * times the weight with x's sign moved onto it. */
-static inline __m512 q8_dot(__m512i wv, const struct full *k, __m512 acc)
+static inline __m512 q8_dot(__m512i wv, const struct full *k, __m512 sc, __m512 acc)
 {
 	wv = _mm512_mask_sub_epi8(wv, k->neg, _mm512_setzero_si512(), wv);
 	__m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k->ax, wv);
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), k->xs, acc);
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc);
 }
 
 /* The 64 weights of an int4 row (the 32 bytes b) as unsigned bytes u = q + 8
@@ -107,7 +111,7 @@ static inline __m512 q4_dot(__m256i b, const struct full *k, __m512 ws, __m512 a
 	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(k->xs, ws), acc);
 }
 
-/* The group scales of columns c .. c + 63 of one int4 row (s: the row's). */
+/* The group scales of columns c .. c + 63 of one row (s: the row's). */
 static inline __m512 q4_scales(const float *s, int c, int G)
 {
 	int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
@@ -119,9 +123,9 @@ static inline __m512 q4_scales(const float *s, int c, int G)
  * order, so the sums are those of the order in lib/kernels/quant.h. */
 static inline __attribute__((always_inline)) void
 rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
-     size_t sahead, const int q4, const int R)
+     size_t sahead, const int q4, const int grp, const int R)
 {
-	int n = w->cols, G = q4 ? w->group_size : 1, ng = n / G;
+	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
 	const uint8_t *p[4];
 	const float *s[4];
@@ -137,15 +141,17 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
 		full_load(&k, a, c, q4);
 		size_t o = q4 ? (size_t)c / 2 : (size_t)c;
 		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+			if (grp && c % (16 * G) == 0)
+				prefetch_at(s[i] + c / G, sahead);
 			if (!q4) {
 				prefetch_at(p[i] + o, ahead);
-				acc[i] = q8_dot(_mm512_loadu_si512(p[i] + o), &k, acc[i]);
+				acc[i] = q8_dot(_mm512_loadu_si512(p[i] + o), &k,
+						grp ? _mm512_mul_ps(k.xs, q4_scales(s[i], c, G)) : k.xs,
+						acc[i]);
 				continue;
 			}
 			if (o % 64 == 0)
 				prefetch_at(p[i] + o, ahead);
-			if (c % (16 * G) == 0)
-				prefetch_at(s[i] + c / G, sahead);
 			acc[i] = q4_dot(_mm256_loadu_si256((const __m256i *)(p[i] + o)), &k,
 					q4_scales(s[i], c, G), acc[i]);
 		}
@@ -156,12 +162,14 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
 		int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
 		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
 			const uint8_t *pc = p[i] + (q4 ? c / 2 : c);
+			__m512 ws = grp ? _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]),
+							     _mm256_set1_ps(k.two ? s[i][g1] : 0.0f), 1)
+					: _mm512_set1_ps(1.0f);
 			if (!q4) {
-				acc[i] = q8_dot(_mm512_maskz_loadu_epi8(k.m, pc), &k.f, acc[i]);
+				acc[i] = q8_dot(_mm512_maskz_loadu_epi8(k.m, pc), &k.f,
+						grp ? _mm512_mul_ps(k.f.xs, ws) : k.f.xs, acc[i]);
 				continue;
 			}
-			__m512 ws = _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]),
-						       _mm256_set1_ps(k.two ? s[i][g1] : 0.0f), 1);
 			__m256i b = _mm256_maskz_loadu_epi8(k.two ? 0xffffffffu : 0xffffu, pc);
 			acc[i] = q4_dot(b, &k.f, ws, acc[i]);
 		}
@@ -169,31 +177,34 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
 		y[r + i] = quant_fold8(_mm256_add_ps(_mm512_castps512_ps256(acc[i]),
 						     _mm512_extractf32x8_ps(acc[i], 1))) *
-			   (q4 ? 1.0f : w->scales[r + i]);
+			   (grp ? 1.0f : w->scales[r + i]);
 }
 
-/* Blocks of four rows, then the rest one at a time; int8 and int4 each get
- * their own inlined copy. */
+/* Blocks of four rows, then the rest one at a time; each kind of weights
+ * gets its own inlined copy. */
 static inline __attribute__((always_inline)) void
-matvec(const struct wmat *w, const struct q8act *a, float *y, int r0, int r1, const int q4)
+matvec(const struct wmat *w, const struct q8act *a, float *y, int r0, int r1, const int q4,
+       const int grp)
 {
 	size_t rb = q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
 	size_t ahead = prefetch_ahead(4 * rb);
-	size_t sahead = q4 ? prefetch_ahead(4 * sizeof(float) * (size_t)(w->cols / w->group_size)) : 0;
+	size_t sahead = grp ? prefetch_ahead(4 * sizeof(float) * (size_t)(w->cols / w->group_size)) : 0;
 	int r = r0;
 	for (; r + 4 <= r1; r += 4)
-		rows(w, a, y, r, ahead, sahead, q4, 4);
+		rows(w, a, y, r, ahead, sahead, q4, grp, 4);
 	for (; r < r1; r++)
-		rows(w, a, y, r, ahead, sahead, q4, 1);
+		rows(w, a, y, r, ahead, sahead, q4, grp, 1);
 }
 
 void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 		     int r0, int r1)
 {
 	if (w->type == WT_Q4)
-		matvec(w, a, y, r0, r1, 1);
+		matvec(w, a, y, r0, r1, 1, 1);
+	else if (wmat_grouped(w))
+		matvec(w, a, y, r0, r1, 0, 1);
 	else
-		matvec(w, a, y, r0, r1, 0);
+		matvec(w, a, y, r0, r1, 0, 0);
 }
 
 /* ---- several tokens at once (prefill) ----
@@ -249,10 +260,10 @@ tok_make(const struct q8act *a, int c, int n, const int q4)
 static inline __attribute__((always_inline)) void
 tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
 	  const uint8_t *const *p, const float *const *s, int c, int t, size_t ahead,
-	  int pf, const int q4, const int R, const int TT, const int full,
+	  int pf, const int q4, const int grp, const int R, const int TT, const int full,
 	  __m512 acc[4][4])
 {
-	int n = w->cols, G = q4 ? w->group_size : 1;
+	int n = w->cols, G = grp ? w->group_size : 1;
 	int left = n - c, two = left > Q8A_BLOCK;
 	__mmask64 m = full ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;
 	size_t o = q4 ? (size_t)c / 2 : (size_t)c;
@@ -261,14 +272,16 @@ tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
 		if (pf && (!q4 || o % 64 == 0))
 			prefetch_at(p[i] + o, ahead);
-		if (q4) {
-			__m256i b = full ? _mm256_loadu_si256((const __m256i *)(p[i] + o))
-				: _mm256_maskz_loadu_epi8(two ? 0xffffffffu : 0xffffu, p[i] + o);
-			u[i] = q4_nibbles(b);
+		if (grp) {
 			int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
 			ws[i] = full ? q4_scales(s[i], c, G)
 				: _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]),
 						     _mm256_set1_ps(two ? s[i][g1] : 0.0f), 1);
+		}
+		if (q4) {
+			__m256i b = full ? _mm256_loadu_si256((const __m256i *)(p[i] + o))
+				: _mm256_maskz_loadu_epi8(two ? 0xffffffffu : 0xffffu, p[i] + o);
+			u[i] = q4_nibbles(b);
 		} else {
 			__m512i v = full ? _mm512_loadu_si512(p[i] + o)
 				: _mm512_maskz_loadu_epi8(m, p[i] + o);
@@ -281,7 +294,7 @@ tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int
 			: _mm512_maskz_loadu_epi8(m, a[t + j].q + c);
 		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
 			__m512i d = _mm512_dpbusd_epi32(k->corr, u[i], xq);
-			__m512 sc = q4 ? _mm512_mul_ps(k->xs, ws[i]) : k->xs;
+			__m512 sc = grp ? _mm512_mul_ps(k->xs, ws[i]) : k->xs;
 			acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[i][j]);
 		}
 	}
@@ -293,9 +306,9 @@ tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int
 static inline __attribute__((always_inline)) void
 tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
      float *y, int ldy, int r, int t, size_t ahead, int pf, const int q4,
-     const int R, const int TT)
+     const int grp, const int R, const int TT)
 {
-	int n = w->cols, G = q4 ? w->group_size : 1, ng = n / G;
+	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
 	const uint8_t *p[4];
 	const float *s[4];
@@ -308,15 +321,15 @@ tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
 	}
 	int c = 0;
 	for (; c + 64 <= n; c += 64)
-		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, R, TT, 1, acc);
+		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, R, TT, 1, acc);
 	if (c < n)
-		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, R, TT, 0, acc);
+		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, R, TT, 0, acc);
 	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
 		y[(size_t)(t + j) * ldy + r + i] =
 			quant_fold8(_mm256_add_ps(_mm512_castps512_ps256(acc[i][j]),
 						  _mm512_extractf32x8_ps(acc[i][j], 1))) *
-			(q4 ? 1.0f : w->scales[r + i]);
+			(grp ? 1.0f : w->scales[r + i]);
 }
 
 /* Panels of about PANEL_BYTES of rows; in each, four tokens at a time (then
@@ -324,7 +337,7 @@ tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
  * rows left over one at a time). */
 static inline __attribute__((always_inline)) void
 matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8act *a,
-       int T, const int q4)
+       int T, const int q4, const int grp)
 {
 	int n = w->cols, nc = (n + 63) / 64;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;
@@ -342,19 +355,19 @@ matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8a
 			int r = p0;
 			for (; r + 4 <= p1; r += 4) {
 				if (tt == 4) {
-					tile(w, a, tk, nc, y, ldy, r, t, ahead, t == 0, q4, 4, 4);
+					tile(w, a, tk, nc, y, ldy, r, t, ahead, t == 0, q4, grp, 4, 4);
 					continue;
 				}
 				for (int j = 0; j < tt; j++)
-					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, 4, 1);
+					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, 4, 1);
 			}
 			for (; r < p1; r++) {
 				if (tt == 4) {
-					tile(w, a, tk, nc, y, ldy, r, t, ahead, 0, q4, 1, 4);
+					tile(w, a, tk, nc, y, ldy, r, t, ahead, 0, q4, grp, 1, 4);
 					continue;
 				}
 				for (int j = 0; j < tt; j++)
-					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, 1, 1);
+					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, 1, 1);
 			}
 		}
 	}
@@ -364,9 +377,11 @@ void matmul_q8a_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		     const struct q8act *a, int T)
 {
 	if (w->type == WT_Q4)
-		matmul(w, y, ldy, r0, r1, a, T, 1);
+		matmul(w, y, ldy, r0, r1, a, T, 1, 1);
+	else if (wmat_grouped(w))
+		matmul(w, y, ldy, r0, r1, a, T, 0, 1);
 	else
-		matmul(w, y, ldy, r0, r1, a, T, 0);
+		matmul(w, y, ldy, r0, r1, a, T, 0, 0);
 }
 
 /* ---- quantizing the activations ---- */

@@ -11,7 +11,7 @@
 #define ALIGN 64
 
 /* How a matrix is held. */
-enum plan { P_VIEW, P_Q4, P_F32 };
+enum plan { P_VIEW, P_Q4, P_Q8, P_F32 };
 
 static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o)
 {
@@ -19,7 +19,15 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 		return t->type == GGML_F32 && o->mmap ? P_VIEW : P_F32;
 	if (t->type == GGML_BF16 || t->type == GGML_F16 || t->type == GGML_F32)
 		return P_VIEW;
-	return t->type == GGML_Q4_0 ? P_Q4 : P_F32;
+	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
+}
+
+/* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
+ * scales follow them). */
+static size_t code_bytes(const struct gguf_tensor *t, enum plan p)
+{
+	size_t b = p == P_Q4 ? (size_t)t->nelem / 2 : (size_t)t->nelem;
+	return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
 /* Bytes a matrix takes in m->owned, rounded up to ALIGN. */
@@ -28,8 +36,8 @@ static size_t owned_bytes(const struct gguf_tensor *t, enum plan p)
 	size_t n = (size_t)t->nelem, b = 0;
 	if (p == P_F32)
 		b = n * sizeof(float);
-	else if (p == P_Q4)
-		b = (n / 2 + ALIGN - 1) / ALIGN * ALIGN + n / Q4_BLOCK * sizeof(float);
+	else if (p == P_Q4 || p == P_Q8)
+		b = code_bytes(t, p) + n / Q4_BLOCK * sizeof(float);
 	return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
@@ -40,7 +48,7 @@ struct loader {
 	unsigned char *next;     /* next free byte of m->owned */
 	float *vec;              /* next free float of m->vecs */
 	int counts[GGML_NTYPES]; /* matrices converted, by type */
-	int q4;                  /* matrices repacked as int4 */
+	int q4, q8;              /* matrices repacked as int4, as int8 */
 	struct err *e;
 };
 
@@ -61,16 +69,20 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 	if (p == P_VIEW) {
 		w->type = t->type == GGML_BF16 ? WT_BF16 : t->type == GGML_F16 ? WT_F16 : WT_F32;
 		w->data = t->data;
-	} else if (p == P_Q4) {
+	} else if (p == P_Q4 || p == P_Q8) {
+		/* A block is an f16 scale, then the 32 weights' codes (16 bytes
+		 * of int4 as our packing, or 32 of int8): the codes go to one
+		 * array, the scales, widened exactly, to another. */
 		unsigned char *q = L->next;
-		float *s = (float *)(q + ((size_t)t->nelem / 2 + ALIGN - 1) / ALIGN * ALIGN);
+		float *s = (float *)(q + code_bytes(t, p));
+		size_t codes = p == P_Q4 ? Q4_BLOCK / 2 : Q4_BLOCK;
 		const unsigned char *b = t->data;
-		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += 18) {
+		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += 2 + codes) {
 			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-			memcpy(q + 16 * k, b + 2, 16);
+			memcpy(q + codes * k, b + 2, codes);
 		}
-		*w = (struct wmat){ WT_Q4, rows, cols, q, s, Q4_BLOCK };
-		L->q4++;
+		*w = (struct wmat){ p == P_Q4 ? WT_Q4 : WT_Q8, rows, cols, q, s, Q4_BLOCK };
+		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
 	} else {
 		float *v = (float *)L->next;
 		gguf_dequant(t->type, t->data, t->nelem, v);
@@ -112,18 +124,22 @@ static int check_types(struct loader *L, size_t *owned, size_t *vecs)
 }
 
 /* m->note: what was converted, e.g. "GGUF: 28 Q4_0 matrices repacked as
- * int4 (exact), 1 Q8_0 dequantized to float32". */
+ * int4 (exact), 1 Q8_0 matrix repacked as int8 (exact)". */
 static void note(struct loader *L)
 {
 	char *s = L->m->note;
 	size_t cap = sizeof L->m->note, o = 0;
 	o += (size_t)snprintf(s + o, cap - o, "GGUF");
 	const char *sep = ": ";
-	if (L->q4) {
-		o += (size_t)snprintf(s + o, cap - o, "%s%d Q4_0 matri%s repacked as int4 "
-				      "(exact)", sep, L->q4, L->q4 == 1 ? "x" : "ces");
-		sep = ", ";
-	}
+	const struct { int n; const char *from, *to; } re[] = {
+		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" } };
+	for (int i = 0; i < 2; i++)
+		if (re[i].n) {
+			o += (size_t)snprintf(s + o, cap - o, "%s%d %s matri%s repacked as %s "
+					      "(exact)", sep, re[i].n, re[i].from,
+					      re[i].n == 1 ? "x" : "ces", re[i].to);
+			sep = ", ";
+		}
 	for (int t = 0; t < GGML_NTYPES && o < cap; t++)
 		if (L->counts[t]) {
 			o += (size_t)snprintf(s + o, cap - o, "%s%d %s dequantized to float32 "

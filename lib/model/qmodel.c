@@ -32,6 +32,7 @@ int model_quantize(struct model *m, const struct qscheme *s, struct err *e)
 	struct wmat **ws = malloc(sizeof *ws * cap);
 	const char **names = malloc(sizeof *names * cap);
 	int n = ws && names ? model_matrices(m, ws, names) : 0, rc = -1;
+	int group = s->type == WT_Q4 ? s->group_size : 0;  /* int8: a scale per row */
 	if (!ws || !names) {
 		err_set(e, "out of memory");
 		goto out;
@@ -46,7 +47,7 @@ int model_quantize(struct model *m, const struct qscheme *s, struct err *e)
 		if (s->type == WT_Q4 && q4_check_shape(w->cols, s->group_size, e) < 0)
 			goto out;
 		struct wmat q = { .type = s->type, .rows = w->rows, .cols = w->cols,
-				  .group_size = s->group_size };
+				  .group_size = group };
 		total += (wmat_bytes(&q) + 63) / 64 * 64;
 	}
 	unsigned char *buf = aligned_alloc(64, total ? total : 64);
@@ -61,11 +62,11 @@ int model_quantize(struct model *m, const struct qscheme *s, struct err *e)
 		if (!w)
 			continue;
 		struct wmat q = { .type = s->type, .rows = w->rows, .cols = w->cols,
-				  .group_size = s->type == WT_Q4 ? s->group_size : 0 };
+				  .group_size = group };
 		size_t db = s->type == WT_Q8 ? q8_data_bytes(w->rows, w->cols)
 					     : q4_data_bytes(w->rows, w->cols);
 		float *scales = (float *)(void *)(buf + (db + 63) / 64 * 64);
-		quant_matrix(w, s->type, s->group_size, s->rtn, buf, scales);
+		quant_matrix(w, s->type, group, s->rtn, buf, scales);
 		q.data = buf;
 		q.scales = scales;
 		m->weight_bytes -= wmat_bytes(w);

@@ -108,7 +108,11 @@ static double weight(const struct wmat *w, int r, int c)
 	switch (w->type) {
 	case WT_F32: return ((const float *)w->data)[i];
 	case WT_BF16: return bf16_to_f32(((const uint16_t *)w->data)[i]);
-	case WT_Q8: return (double)w->scales[r] * ((const int8_t *)w->data)[i];
+	case WT_F16: return f16_to_f32(((const uint16_t *)w->data)[i]);
+	case WT_Q8:
+		return (double)w->scales[w->group_size ? (size_t)r * (w->cols / w->group_size) +
+							   c / w->group_size : (size_t)r] *
+		       ((const int8_t *)w->data)[i];
 	case WT_Q4:
 		return (double)w->scales[(size_t)r * (w->cols / w->group_size) +
 					 c / w->group_size] * q4_code(w, r, c);

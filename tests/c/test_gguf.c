@@ -490,21 +490,32 @@ static void test_bf16_model(void)
 	model_free(&b);
 }
 
-/* A quantized file as loaded (Q4_0 repacked for the int4 kernels, the rest
- * dequantized) against the float32 model of the same file's exactly
+/* A quantized file as loaded (Q4_0 repacked for the int4 kernels, Q8_0 for
+ * the int8 ones with a scale per 32 weights, the rest dequantized) against the float32 model of the same file's exactly
  * dequantized values (--f32): the same function but for the kernels' sum
  * orders, so within 1e-4 at every position (the project's bound for
  * reordered float32 sums at logits of about 10). */
-static void test_quant_model(const char *file, int want_q4)
+static int is_q8_0(const struct wmat *w)
+{
+	return w->type == WT_Q8 && w->group_size == 32;
+}
+
+static void test_quant_model(const char *file, int want_q4, int want_q8)
 {
 	struct model q, f;
 	if (load_ok(&q, file, 0) || load_ok(&f, file, 1))
 		return;
-	int q4 = 0;
-	for (int l = 0; l < q.cfg.n_layers; l++)
-		q4 += (q.w.layers[l].wq.type == WT_Q4) + (q.w.layers[l].down.type == WT_Q4);
+	int q4 = 0, q8 = is_q8_0(&q.w.embed);
+	for (int l = 0; l < q.cfg.n_layers; l++) {
+		const struct layer_weights *L = &q.w.layers[l];
+		q4 += (L->wq.type == WT_Q4) + (L->down.type == WT_Q4);
+		q8 += is_q8_0(&L->wq) + is_q8_0(&L->wk) + is_q8_0(&L->wv) + is_q8_0(&L->wo) +
+		      is_q8_0(&L->gate) + is_q8_0(&L->up) + is_q8_0(&L->down);
+	}
 	CHECK(q4 == want_q4, "%s: %d of the q and down matrices run on the int4 kernels, "
 	      "expected %d", file, q4, want_q4);
+	CHECK(q8 == want_q8, "%s: %d matrices run on the int8 kernels in groups of 32, "
+	      "expected %d (the file's Q8_0 ones)", file, q8, want_q8);
 	CHECK(f.w.layers[0].wq.type == WT_F32, "--f32: float32 matrices");
 	double worst = 0;
 	for (int c = 0; c < TINY_CASES; c++) {
@@ -626,6 +637,9 @@ static void test_write(void)
 	int q8 = compare_with(path[2], GG "shakespeare-tiny.q4_0.json", "Q8_0") +
 		 compare_with(path[2], GG "shakespeare-tiny.q4_k_m.json", "Q8_0");
 	CHECK(q8 == 4, "q8_0: %d of llama.cpp's Q8_0 tensors compared", q8);
+	/* every matrix of our q8_0 file (4 layers of 7, and the tied
+	 * embedding) runs on the grouped int8 kernels */
+	test_quant_model(path[2], 0, 29);
 	/* the tokenizer of a file we wrote is HuggingFace's, special flags
 	 * included (its types come from tokenizer.json's) */
 	struct gguf_file f;
@@ -654,8 +668,8 @@ int main(void)
 {
 	test_write();
 	test_bf16_model();
-	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8);
-	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0);
+	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1);
+	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 3);
 	test_tokenizer();
 	test_q4_1_q5_1();
 	test_q5_k();

@@ -35,7 +35,15 @@ static void qm_make(struct qm *m, enum wtype t, const float *f, int rows, int co
 		    int group, int rtn)
 {
 	m->w = (struct wmat){ .type = t, .rows = rows, .cols = cols, .group_size = group };
-	if (t == WT_Q8) {
+	if (t == WT_Q8 && group) {
+		/* int8 in groups, as GGUF's Q8_0: each group of a row quantized
+		 * on its own by the int8 rule (scale = max|group| / 127) */
+		m->data = malloc(q8_data_bytes(rows, cols));
+		m->scales = malloc(sizeof(float) * q4_nscales(rows, cols, group));
+		for (size_t g = 0; g < q4_nscales(rows, cols, group); g++)
+			q8_quantize_row(f + g * group, group, (int8_t *)m->data + g * group,
+					&m->scales[g]);
+	} else if (t == WT_Q8) {
 		m->data = malloc(q8_data_bytes(rows, cols));
 		m->scales = malloc(sizeof(float) * (size_t)rows);
 		for (int r = 0; r < rows; r++)
@@ -206,7 +214,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 	qm_make(&m, type, f, rows, cols, group, 0);
 	double *want = malloc(sizeof(double) * rows), *mag = malloc(sizeof(double) * rows);
 	float *y = malloc(sizeof(float) * (rows + 3) * 5), *ys = malloc(sizeof(float) * rows);
-	const char *tn = type == WT_Q8 ? "q8" : "q4";
+	const char *tn = type == WT_Q4 ? "q4" : group ? "q8 grouped" : "q8";
 
 	/* Five vectors at once (y row stride rows + 3): the scalar reference
 	 * against the float64 truth, every SIMD kernel bitwise against the
@@ -362,7 +370,9 @@ int main(void)
 	int q4_shape[][2] = { { 32, 32 }, { 64, 32 }, { 96, 32 }, { 96, 96 },
 			      { 320, 64 }, { 288, 32 }, { 256, 128 } };
 	for (size_t i = 0; i < sizeof q4_shape / sizeof q4_shape[0]; i++)
-		for (int rows = 1; rows <= 13; rows += 3)
+		for (int rows = 1; rows <= 13; rows += 3) {
 			check_kernels(WT_Q4, rows, q4_shape[i][0], q4_shape[i][1]);
+			check_kernels(WT_Q8, rows, q4_shape[i][0], q4_shape[i][1]);
+		}
 	return check_done("quant");
 }

@@ -198,6 +198,20 @@ struct contender {
 	struct sampler *s;
 };
 
+/* The first contender whose kernel ceiling is contender i's: the same type
+ * and group size of matrices, the same activations (i itself if none
+ * before it). */
+static int kernel_twin(const struct contender *cs, int i)
+{
+	const struct wmat *g = &cs[i].b.m.w.layers[0].gate;
+	int j = 0;
+	while (j < i && !(cs[j].b.m.w.layers[0].gate.type == g->type &&
+			  cs[j].b.m.w.layers[0].gate.group_size == g->group_size &&
+			  cs[j].b.act8 == cs[i].b.act8 && cs[j].b.b16act == cs[i].b.b16act))
+		j++;
+	return j;
+}
+
 static const char *base_name(const char *path)
 {
 	size_t n = strlen(path);
@@ -763,26 +777,24 @@ int main(int argc, char **argv)
 			cli_die_err(&e);
 	}
 
-	/* The kernels' ceilings, one per precision (bench_kernel_gbs) and
-	 * activation type, on a hidden x hidden matrix of the first model's
-	 * shape: slot type + 4 for the twin's activations (int8 for int8 and
-	 * int4, bf16 for bf16). */
+	/* The kernels' ceilings, one per kind of matrix (type and group size,
+	 * bench_kernel_gbs) and activations, on a hidden x hidden matrix of the
+	 * first model's shape; a contender like an earlier one shares its
+	 * figure. */
 	const struct kernels *kern = kernels_for(cpu_level_env(NULL));
-	struct spread kgbs[8];
-	int kdone[8] = { 0 };
 	for (int i = 0; i < nc; i++) {
-		enum wtype t = cs[i].b.m.w.layers[0].gate.type;
-		int H = cs[0].b.m.cfg.hidden_size,
-		    slot = t + 4 * (cs[i].b.act8 || cs[i].b.b16act);
-		if (!kdone[slot]) {
-			progress("kernel ceiling, %s%s", cs[i].b.precision,
-				 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "");
-			if (bench_kernel_gbs(kern, t, cs[i].b.act8, cs[i].b.b16act, H, H,
-					     KERNEL_REPS, &kgbs[slot], &e) < 0)
-				cli_die_err(&e);
-			kdone[slot] = 1;
+		const struct wmat *g = &cs[i].b.m.w.layers[0].gate;
+		int j = kernel_twin(cs, i);
+		if (j < i) {
+			cs[i].kernel_gbs = cs[j].kernel_gbs;
+			continue;
 		}
-		cs[i].kernel_gbs = kgbs[slot];
+		progress("kernel ceiling, %s%s", cs[i].b.precision,
+			 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "");
+		if (bench_kernel_gbs(kern, g->type, g->group_size, cs[i].b.act8, cs[i].b.b16act,
+				     cs[0].b.m.cfg.hidden_size, cs[0].b.m.cfg.hidden_size,
+				     KERNEL_REPS, &cs[i].kernel_gbs, &e) < 0)
+			cli_die_err(&e);
 	}
 
 	/* For each thread count, the repetitions, alternating the contenders. */
@@ -840,17 +852,20 @@ int main(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "passes", bw[t].reps);
 		add_spread(j, "gbs", bw[t].gbs);
 	}
-	static const char *tnames[8] = { "f32", "bf16", "int8", "int4", "", "bf16+b16",
-					 "int8+a8", "int4+a8" };
-	for (int t = 0; t < 8; t++) {
-		if (!kdone[t])
+	for (int i = 0; i < nc; i++) {
+		if (kernel_twin(cs, i) < i)
 			continue;
+		char p[32];
+		snprintf(p, sizeof p, "%s%s%s", cs[i].b.precision,
+			 cs[i].b.m.w.layers[0].gate.type == WT_Q8 &&
+			 cs[i].b.m.w.layers[0].gate.group_size ? " (groups)" : "",
+			 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "");
 		cJSON *j = recs[k++] = record("kernel", &mc, load);
-		cJSON_AddStringToObject(j, "precision", tnames[t]);
+		cJSON_AddStringToObject(j, "precision", p);
 		cJSON_AddNumberToObject(j, "rows", cs[0].b.m.cfg.hidden_size);
 		cJSON_AddNumberToObject(j, "cols", cs[0].b.m.cfg.hidden_size);
 		cJSON_AddNumberToObject(j, "reps", KERNEL_REPS);
-		add_spread(j, "gbs", kgbs[t]);
+		add_spread(j, "gbs", cs[i].kernel_gbs);
 	}
 	for (int t = 0; t < o.n_threads; t++) {
 		for (int i = 0; i < nc; i++)
