@@ -103,11 +103,11 @@ static void gemm_gflops(double out[4])
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, x, K, w, K,
 			    0, y, N);
 		t[1] = time_now();
-		k->matmul_f32(y, N, w, K, 0, N, x, K, M);
+		k->matmul_f32(y, N, w, K, 0, 0, N, x, K, M);
 		t[2] = time_now();
-		k->matmul_bf16(y, N, wb, K, 0, N, x, K, M);
+		k->matmul_bf16(y, N, wb, K, 0, 0, N, x, K, M);
 		t[3] = time_now();
-		k->matmul_b16(y, N, wb, K, 0, N, xb, K, M);
+		k->matmul_b16(y, N, wb, K, 0, 0, N, xb, K, M);
 		t[4] = time_now();
 		for (int i = 0; i < 4; i++)
 			best[i] = t[i + 1] - t[i] < best[i] ? t[i + 1] - t[i] : best[i];

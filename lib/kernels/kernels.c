@@ -58,44 +58,65 @@ static float dot_b16_scalar(const uint16_t *w, const uint16_t *x, int n)
 	return kern_sum16(s);
 }
 
-static void matmul_f32_scalar(float *y, int ldy, const float *w, int cols,
+/* Row r of a matrix of esize-byte elements into out[cols], row-major:
+ * where the rows are interleaved (weights.h), the reference kernels gather
+ * each row first. */
+static const void *row_of(const void *w, size_t esize, int cols, int il, int r, void *out)
+{
+	const char *b = (const char *)w + esize * wmat_row_at(r, cols, il);
+	if (!il)
+		return b;
+	for (int c = 0; c < cols; c += WMAT_IL_COLS)
+		memcpy((char *)out + esize * (size_t)c, b + esize * wmat_il_col(c),
+		       esize * WMAT_IL_COLS);
+	return out;
+}
+
+static void matmul_f32_scalar(float *y, int ldy, const float *w, int cols, int il,
 			      int r0, int r1, const float *x, int ldx, int T)
 {
-	for (int r = r0; r < r1; r++)
+	float buf[il ? cols : 1];
+	for (int r = r0; r < r1; r++) {
+		const float *row = row_of(w, sizeof *w, cols, il, r, buf);
 		for (int t = 0; t < T; t++)
-			y[(size_t)t * ldy + r] = dot_scalar(w + (size_t)r * cols,
-							    x + (size_t)t * ldx, cols);
+			y[(size_t)t * ldy + r] = dot_scalar(row, x + (size_t)t * ldx, cols);
+	}
 }
 
 static inline void matmul_h16_scalar(float *y, int ldy, const uint16_t *w, int cols,
-				     int r0, int r1, const float *x, int ldx, int T,
+				     int il, int r0, int r1, const float *x, int ldx, int T,
 				     float (*widen)(uint16_t))
 {
-	for (int r = r0; r < r1; r++)
+	uint16_t buf[il ? cols : 1];
+	for (int r = r0; r < r1; r++) {
+		const uint16_t *row = row_of(w, sizeof *w, cols, il, r, buf);
 		for (int t = 0; t < T; t++)
-			y[(size_t)t * ldy + r] = dot_h16_scalar(w + (size_t)r * cols,
-								x + (size_t)t * ldx, cols, widen);
+			y[(size_t)t * ldy + r] = dot_h16_scalar(row, x + (size_t)t * ldx, cols,
+								widen);
+	}
 }
 
-static void matmul_bf16_scalar(float *y, int ldy, const uint16_t *w, int cols,
+static void matmul_bf16_scalar(float *y, int ldy, const uint16_t *w, int cols, int il,
 			       int r0, int r1, const float *x, int ldx, int T)
 {
-	matmul_h16_scalar(y, ldy, w, cols, r0, r1, x, ldx, T, bf16_to_f32);
+	matmul_h16_scalar(y, ldy, w, cols, il, r0, r1, x, ldx, T, bf16_to_f32);
 }
 
-static void matmul_f16_scalar(float *y, int ldy, const uint16_t *w, int cols,
+static void matmul_f16_scalar(float *y, int ldy, const uint16_t *w, int cols, int il,
 			      int r0, int r1, const float *x, int ldx, int T)
 {
-	matmul_h16_scalar(y, ldy, w, cols, r0, r1, x, ldx, T, f16_to_f32);
+	matmul_h16_scalar(y, ldy, w, cols, il, r0, r1, x, ldx, T, f16_to_f32);
 }
 
-void kern_matmul_b16_ref(float *y, int ldy, const uint16_t *w, int cols,
-			      int r0, int r1, const uint16_t *x, int ldx, int T)
+void kern_matmul_b16_ref(float *y, int ldy, const uint16_t *w, int cols, int il,
+			 int r0, int r1, const uint16_t *x, int ldx, int T)
 {
-	for (int r = r0; r < r1; r++)
+	uint16_t buf[il ? cols : 1];
+	for (int r = r0; r < r1; r++) {
+		const uint16_t *row = row_of(w, sizeof *w, cols, il, r, buf);
 		for (int t = 0; t < T; t++)
-			y[(size_t)t * ldy + r] = dot_b16_scalar(w + (size_t)r * cols,
-								x + (size_t)t * ldx, cols);
+			y[(size_t)t * ldy + r] = dot_b16_scalar(row, x + (size_t)t * ldx, cols);
+	}
 }
 
 static void rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps)
@@ -181,13 +202,16 @@ const struct kernels *kernels_for(enum cpu_level level)
 void kern_row_float(const struct wmat *w, int r, float *out)
 {
 	switch (w->type) {
-	case WT_F32:
-		memcpy(out, (const float *)w->data + (size_t)r * w->cols,
-		       sizeof(float) * (size_t)w->cols);
+	case WT_F32: {
+		const float *p = row_of(w->data, sizeof(float), w->cols, w->il, r, out);
+		if (p != out)
+			memcpy(out, p, sizeof(float) * (size_t)w->cols);
 		return;
+	}
 	case WT_BF16:
 	case WT_F16: {
-		const uint16_t *p = (const uint16_t *)w->data + (size_t)r * w->cols;
+		uint16_t buf[w->il ? w->cols : 1];
+		const uint16_t *p = row_of(w->data, sizeof *p, w->cols, w->il, r, buf);
 		for (int i = 0; i < w->cols; i++)
 			out[i] = w->type == WT_BF16 ? bf16_to_f32(p[i]) : f16_to_f32(p[i]);
 		return;

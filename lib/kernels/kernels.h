@@ -54,16 +54,18 @@
 #define KDOT_LANES 16
 
 /* y[t * ldy + r] = dot(W row r, x + t * ldx, cols) for r in [r0, r1) and
- * t in [0, T). W is row-major [rows x cols]. */
-typedef void kmatmul_f32_fn(float *y, int ldy, const float *w, int cols,
+ * t in [0, T). W is [rows x cols], row-major, or with il its rows
+ * interleaved in blocks of four (lib/kernels/weights.h): the same sums in
+ * the same order either way. */
+typedef void kmatmul_f32_fn(float *y, int ldy, const float *w, int cols, int il,
 			    int r0, int r1, const float *x, int ldx, int T);
 /* The same with 16-bit weights widened exactly: bf16 (matmul_bf16) or IEEE
  * binary16 (matmul_f16, GGUF's F16): each output is the canonical dot of
  * the widened row, so bitwise what matmul_f32 gives on the widened matrix. */
-typedef void kmatmul_bf16_fn(float *y, int ldy, const uint16_t *w, int cols,
+typedef void kmatmul_bf16_fn(float *y, int ldy, const uint16_t *w, int cols, int il,
 			     int r0, int r1, const float *x, int ldx, int T);
 /* The same with bf16 inputs x (dot_b16 above). */
-typedef void kmatmul_b16_fn(float *y, int ldy, const uint16_t *w, int cols,
+typedef void kmatmul_b16_fn(float *y, int ldy, const uint16_t *w, int cols, int il,
 			    int r0, int r1, const uint16_t *x, int ldx, int T);
 
 struct kernels {

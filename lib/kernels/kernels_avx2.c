@@ -41,28 +41,30 @@ AI void spill(float s[KDOT_LANES], __m256 lo, __m256 hi)
 	_mm256_storeu_ps(s + 8, hi);
 }
 
-/* RB rows of w times one input: 2 * RB accumulators. */
+/* RB rows of w times one input: 2 * RB accumulators. il: interleaved rows
+ * (weights.h), a constant where this is inlined; then there is no tail. */
 #define MATMUL_BLOCK(NAME, WT, LD, WIDEN)                                     \
 AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
-	     const float *x, int ldx, int t, const int RB)                    \
+	     const float *x, int ldx, int t, const int RB, const int il)      \
 {                                                                             \
 	__m256 lo[4], hi[4];                                                  \
 	const WT *wr[4];                                                      \
 	const float *xr = x + (size_t)t * ldx;                                \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {                \
 		lo[i] = hi[i] = _mm256_setzero_ps();                          \
-		wr[i] = w + (size_t)(r + i) * cols;                           \
+		wr[i] = w + wmat_row_at(r + i, cols, il);                     \
 	}                                                                     \
 	size_t ahead = prefetch_ahead(sizeof(WT) * (size_t)RB * (size_t)cols); \
 	int k = 0;                                                            \
 	for (; k + 16 <= cols; k += 16) {                                     \
+		size_t o = il ? wmat_il_col(k) : (size_t)k;                   \
 		if ((k * sizeof(WT)) % 64 == 0)                               \
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
-				prefetch_at(wr[i] + k, ahead);                \
+				prefetch_at(wr[i] + o, ahead);                \
 		__m256 xl = _mm256_loadu_ps(xr + k), xh = _mm256_loadu_ps(xr + k + 8); \
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {        \
-			lo[i] = _mm256_fmadd_ps(LD(wr[i] + k), xl, lo[i]);    \
-			hi[i] = _mm256_fmadd_ps(LD(wr[i] + k + 8), xh, hi[i]); \
+			lo[i] = _mm256_fmadd_ps(LD(wr[i] + o), xl, lo[i]);    \
+			hi[i] = _mm256_fmadd_ps(LD(wr[i] + o + 8), xh, hi[i]); \
 		}                                                             \
 	}                                                                     \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {                \
@@ -74,18 +76,30 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	}                                                                     \
 }
 
-/* Rows in blocks of 4, every input against a block while it is in cache. */
+/* Rows in blocks of 4, every input against a block while it is in cache;
+ * interleaved rows in whole blocks from a multiple of 4. */
+#define MATMUL_IL(BLOCK, IL)                                                  \
+	do {                                                                  \
+		int r = r0;                                                   \
+		for (; IL && r < r1 && r % 4; r++)                            \
+			for (int t = 0; t < T; t++)                           \
+				BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, IL);  \
+		for (; r + 4 <= r1; r += 4)                                   \
+			for (int t = 0; t < T; t++)                           \
+				BLOCK(y, ldy, w, cols, r, x, ldx, t, 4, IL);  \
+		for (; r < r1; r++)                                           \
+			for (int t = 0; t < T; t++)                           \
+				BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, IL);  \
+	} while (0)
+
 #define MATMUL(NAME, BLOCK, WT)                                               \
-static void NAME(float *y, int ldy, const WT *w, int cols, int r0, int r1,    \
-		 const float *x, int ldx, int T)                              \
+static void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,    \
+		 int r1, const float *x, int ldx, int T)                      \
 {                                                                             \
-	int r = r0;                                                           \
-	for (; r + 4 <= r1; r += 4)                                           \
-		for (int t = 0; t < T; t++)                                   \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, 4);              \
-	for (; r < r1; r++)                                                   \
-		for (int t = 0; t < T; t++)                                   \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, 1);              \
+	if (il)                                                               \
+		MATMUL_IL(BLOCK, 1);                                          \
+	else                                                                  \
+		MATMUL_IL(BLOCK, 0);                                          \
 }
 
 MATMUL_BLOCK(block_f32, float, ld_f32, wf32)

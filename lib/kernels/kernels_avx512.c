@@ -59,10 +59,15 @@ AI __m512 ld_f16_tail(const uint16_t *p, __mmask16 m)
 }
 
 /* A block of RB <= 4 rows by TB <= 6 inputs: RB * TB accumulators (24 of the
- * 32 registers, the 4 rows of weights and one input beside them). */
+ * 32 registers, the 4 rows of weights and one input beside them). il: the
+ * rows are interleaved (weights.h; a constant where this is inlined), so
+ * column k of a row is at wr[i] + wmat_il_col(k), and the four rows of a
+ * block are one sequential stream; then cols is a multiple of 32 and there
+ * is no tail. */
 #define MATMUL_BLOCK(NAME, WT, LD, LD_TAIL)                                   \
 AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
-	     const float *x, int ldx, int t0, const int RB, const int TB)      \
+	     const float *x, int ldx, int t0, const int RB, const int TB,      \
+	     const int il)                                                    \
 {                                                                             \
 	__m512 acc[4][6];                                                     \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
@@ -71,18 +76,19 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	const WT *wr[4];                                                      \
 	const float *xr[6];                                                   \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
-		wr[i] = w + (size_t)(r + i) * cols;                           \
+		wr[i] = w + wmat_row_at(r + i, cols, il);                     \
 	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
 		xr[j] = x + (size_t)(t0 + j) * ldx;                           \
 	size_t ahead = prefetch_ahead(sizeof(WT) * (size_t)RB * (size_t)cols); \
 	int k = 0;                                                            \
 	for (; k + 16 <= cols; k += 16) {                                     \
+		size_t o = il ? wmat_il_col(k) : (size_t)k;                   \
 		if ((k * sizeof(WT)) % 64 == 0)                               \
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
-				prefetch_at(wr[i] + k, ahead);                \
+				prefetch_at(wr[i] + o, ahead);                \
 		__m512 wv[4];                                                 \
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)          \
-			wv[i] = LD(wr[i] + k);                                \
+			wv[i] = LD(wr[i] + o);                                \
 		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {        \
 			__m512 xv = _mm512_loadu_ps(xr[j] + k);               \
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)  \
@@ -107,29 +113,41 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 
 /* Rows in blocks of 4 (W rows stay in cache across the inputs), inputs in
  * blocks of 6; leftover rows one at a time. */
-#define MATMUL_ROWS(BLOCK, RB)                                                \
+#define MATMUL_ROWS(BLOCK, RB, IL)                                            \
 	do {                                                                  \
 		int t = 0;                                                    \
 		for (; t + 6 <= T; t += 6)                                    \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 6);          \
+			BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 6, IL);      \
 		switch (T - t) {                                              \
-		case 5: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 5); break;   \
-		case 4: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 4); break;   \
-		case 3: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 3); break;   \
-		case 2: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 2); break;   \
-		case 1: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 1); break;   \
+		case 5: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 5, IL); break; \
+		case 4: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 4, IL); break; \
+		case 3: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 3, IL); break; \
+		case 2: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 2, IL); break; \
+		case 1: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 1, IL); break; \
 		}                                                             \
 	} while (0)
 
+/* Interleaved rows go in whole blocks of 4 from a multiple of 4 (the
+ * rows before it one at a time). */
+#define MATMUL_IL(BLOCK, IL)                                                  \
+	do {                                                                  \
+		int r = r0;                                                   \
+		for (; IL && r < r1 && r % 4; r++)                            \
+			MATMUL_ROWS(BLOCK, 1, IL);                            \
+		for (; r + 4 <= r1; r += 4)                                   \
+			MATMUL_ROWS(BLOCK, 4, IL);                            \
+		for (; r < r1; r++)                                           \
+			MATMUL_ROWS(BLOCK, 1, IL);                            \
+	} while (0)
+
 #define MATMUL(NAME, BLOCK, WT, XT, ATTR)                                     \
-ATTR void NAME(float *y, int ldy, const WT *w, int cols, int r0, int r1,      \
-	       const XT *x, int ldx, int T)                                   \
+ATTR void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,      \
+	       int r1, const XT *x, int ldx, int T)                           \
 {                                                                             \
-	int r = r0;                                                           \
-	for (; r + 4 <= r1; r += 4)                                           \
-		MATMUL_ROWS(BLOCK, 4);                                        \
-	for (; r < r1; r++)                                                   \
-		MATMUL_ROWS(BLOCK, 1);                                        \
+	if (il)                                                               \
+		MATMUL_IL(BLOCK, 1);                                          \
+	else                                                                  \
+		MATMUL_IL(BLOCK, 0);                                          \
 }
 
 MATMUL_BLOCK(block_f32, float, ld_f32, ld_f32_tail)
@@ -152,7 +170,8 @@ DPBF16 AI __m512 dp_step(__m512 acc, __m512i w, __m512i x)
 }
 
 DPBF16 AI void block_b16(float *y, int ldy, const uint16_t *w, int cols, int r,
-			 const uint16_t *x, int ldx, int t0, const int RB, const int TB)
+			 const uint16_t *x, int ldx, int t0, const int RB, const int TB,
+			 const int il)
 {
 	__m512 acc[4][6];
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
@@ -160,16 +179,17 @@ DPBF16 AI void block_b16(float *y, int ldy, const uint16_t *w, int cols, int r,
 		acc[i][j] = _mm512_setzero_ps();
 	const uint16_t *wr[4], *xr[6];
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-		wr[i] = w + (size_t)(r + i) * cols;
+		wr[i] = w + wmat_row_at(r + i, cols, il);
 	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
 		xr[j] = x + (size_t)(t0 + j) * ldx;
 	size_t ahead = prefetch_ahead(2 * (size_t)RB * (size_t)cols);
 	int k = 0;
 	for (; k + 32 <= cols; k += 32) {
+		size_t o = il ? wmat_il_col(k) : (size_t)k;
 		__m512i wv[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
-			prefetch_at(wr[i] + k, ahead);
-			wv[i] = _mm512_loadu_si512(wr[i] + k);
+			prefetch_at(wr[i] + o, ahead);
+			wv[i] = _mm512_loadu_si512(wr[i] + o);
 		}
 		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
 			__m512i xv = _mm512_loadu_si512(xr[j] + k);

@@ -2,6 +2,7 @@
 #include "kernels/matmul.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 {
@@ -10,20 +11,20 @@ void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 	const struct wmat *w = m->w;
 	switch (w->type) {
 	case WT_F32:
-		k->matmul_f32(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->x, m->ldx,
+		k->matmul_f32(m->y, m->ldy, w->data, w->cols, w->il, m->r0, m->r1, m->x, m->ldx,
 			      m->T);
 		return;
 	case WT_BF16:
 		if (m->xb) {
-			k->matmul_b16(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->xb,
+			k->matmul_b16(m->y, m->ldy, w->data, w->cols, w->il, m->r0, m->r1, m->xb,
 				      w->cols, m->T);
 			return;
 		}
-		k->matmul_bf16(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->x, m->ldx,
+		k->matmul_bf16(m->y, m->ldy, w->data, w->cols, w->il, m->r0, m->r1, m->x, m->ldx,
 			       m->T);
 		return;
 	case WT_F16:
-		k->matmul_f16(m->y, m->ldy, w->data, w->cols, m->r0, m->r1, m->x, m->ldx,
+		k->matmul_f16(m->y, m->ldy, w->data, w->cols, w->il, m->r0, m->r1, m->x, m->ldx,
 			      m->T);
 		return;
 	case WT_Q8:
@@ -44,4 +45,22 @@ void kern_row(const struct wmat *w, int r, float *out)
 		quant_dequant_row(w, r, 0, w->cols, out);
 	else
 		kern_row_float(w, r, out);
+}
+
+int kern_interleave(struct wmat *w, void *data)
+{
+	size_t es = w->type == WT_F32 ? 4 : 2, cols = (size_t)w->cols, blk = 4 * cols * es;
+	unsigned char *tmp = malloc(blk), *p = data;
+	if (!tmp)
+		return -1;
+	for (int r = 0; r < w->rows; r += 4, p += blk) {
+		memcpy(tmp, p, blk);
+		for (int i = 0; i < 4; i++)
+			for (size_t c = 0; c < cols; c += WMAT_IL_COLS)
+				memcpy(p + es * (wmat_row_at(i, (int)cols, 1) + wmat_il_col((int)c)),
+				       tmp + es * (i * cols + c), es * WMAT_IL_COLS);
+	}
+	free(tmp);
+	w->il = 1;
+	return 0;
 }

@@ -20,6 +20,17 @@
  *            along cols with group_size weights per group, float
  *            scales[rows * cols / group_size]; the nibble packing and any
  *            offset are defined in lib/kernels/quant.h
+ *
+ * Interleaved rows (il = 1; WT_F32, WT_BF16 and WT_F16 only, rows a
+ * multiple of 4 and cols of WMAT_IL_COLS): the rows go in blocks of four,
+ * block b at the offset it would have row-major (4b * cols elements), and
+ * inside it, for each WMAT_IL_COLS = 32 columns in turn, the 32 of row 4b,
+ * then those of rows 4b + 1, 4b + 2 and 4b + 3. A kernel that walks the
+ * four rows of a block together then reads one sequential stream, not four
+ * streams cols apart: with both cores streaming, four streams reached a
+ * quarter less bandwidth per core than one (docs/performance.md). Element
+ * (r, c) is at wmat_row_at(r, cols, 1) + wmat_il_col(c). Models set it
+ * when they own their weights (copied or widened, not mapped).
  */
 #ifndef WEIGHTS_H
 #define WEIGHTS_H
@@ -36,7 +47,38 @@ struct wmat {
 	const void *data;
 	const float *scales;  /* WT_Q8, WT_Q4 */
 	int group_size;       /* WT_Q4; WT_Q8 when its scales are per group */
+	int il;               /* rows interleaved (float types; see above) */
 };
+
+#define WMAT_IL_COLS 32
+
+/* Where row r starts (in elements), interleaved or not. */
+static inline size_t wmat_row_at(int r, int cols, int il)
+{
+	if (!il)
+		return (size_t)r * (size_t)cols;
+	return (size_t)(r & ~3) * (size_t)cols + (size_t)(r & 3) * WMAT_IL_COLS;
+}
+
+/* Where column c of an interleaved row is, from the row's start. */
+static inline size_t wmat_il_col(int c)
+{
+	return 4 * (size_t)(c & ~(WMAT_IL_COLS - 1)) + (size_t)(c & (WMAT_IL_COLS - 1));
+}
+
+/* Element (r, c) of w, in elements from w->data. */
+static inline size_t wmat_at(const struct wmat *w, int r, int c)
+{
+	return wmat_row_at(r, w->cols, w->il) + (w->il ? wmat_il_col(c) : (size_t)c);
+}
+
+/* Whether w can be interleaved: a float type, rows a multiple of 4, cols of
+ * WMAT_IL_COLS. */
+static inline int wmat_can_interleave(const struct wmat *w)
+{
+	return (w->type == WT_F32 || w->type == WT_BF16 || w->type == WT_F16) &&
+	       w->rows % 4 == 0 && w->cols % WMAT_IL_COLS == 0;
+}
 
 /* Whether w stores integers (WT_Q8, WT_Q4). */
 static inline int wmat_is_int(const struct wmat *w)

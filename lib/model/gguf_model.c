@@ -81,7 +81,8 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
 			memcpy(q + codes * k, b + 2, codes);
 		}
-		*w = (struct wmat){ p == P_Q4 ? WT_Q4 : WT_Q8, rows, cols, q, s, Q4_BLOCK };
+		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
+				    .data = q, .scales = s, .group_size = Q4_BLOCK };
 		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
 	} else {
 		float *v = (float *)L->next;
@@ -190,7 +191,7 @@ static int fill(struct loader *L)
 	else if (matrix(L, &m->w.lm_head, "lm_head.weight", 0) < 0)
 		return -1;
 	note(L);
-	return 0;
+	return model_interleave(m, L->e);
 }
 
 /* The validated file in anonymous memory, its data section 64-byte

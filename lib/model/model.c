@@ -4,6 +4,7 @@
 #include "format/manifest.h"
 #include "format/modelpath.h"
 #include "format/qfile.h"
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "model/gguf_model.h"
 
@@ -249,6 +250,41 @@ static int fill(struct model *m, const char *name, int f32, struct err *e)
 		m->w.lm_head = m->w.embed;
 	else if (matrix(&f, &m->w.lm_head, "lm_head.weight", 0) < 0)
 		return -1;
+	return model_interleave(m, e);
+}
+
+int model_matrices(struct model *m, struct wmat **w, const char **names)
+{
+	int n = 0;
+	w[n] = &m->w.embed;
+	names[n++] = QF_EMBED_NAME;
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		struct layer_weights *L = &m->w.layers[l];
+		struct wmat *ws[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down };
+		for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+			w[n] = ws[i];
+			names[n++] = "model.layers.*";
+		}
+	}
+	if (!m->cfg.tie_embeddings) {
+		w[n] = &m->w.lm_head;
+		names[n++] = "lm_head.weight";
+	}
+	return n;
+}
+
+int model_interleave(struct model *m, struct err *e)
+{
+	if (!m->copied && !m->wide)
+		return 0;
+	struct wmat *ws[MODEL_MATRICES(m->cfg.n_layers)];
+	const char *names[MODEL_MATRICES(m->cfg.n_layers)];
+	int n = model_matrices(m, ws, names);
+	for (int i = 0; i < n; i++)
+		if (wmat_can_interleave(ws[i]) && kern_interleave(ws[i], (void *)ws[i]->data) < 0)
+			return err_set(e, "out of memory");
+	if (m->cfg.tie_embeddings)
+		m->w.lm_head = m->w.embed;
 	return 0;
 }
 

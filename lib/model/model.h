@@ -107,4 +107,18 @@ unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 /* The generation defaults' EOS ids must be tokens of the model. */
 int model_check_eos(const struct model *m, const char *name, struct err *e);
 
+/* Every matrix of m, in one order: the embedding, each layer's q, k, v, o,
+ * gate, up, down, then lm_head when untied (tied, it is the embedding).
+ * w[i] points into m; names[i] is the tensor name for the scheme's rule
+ * ("model.layers.*" for the layers' matrices). Returns the count, at most
+ * MODEL_MATRICES(n_layers). */
+#define MODEL_MATRICES(n_layers) (2 + 7 * (n_layers))
+int model_matrices(struct model *m, struct wmat **w, const char **names);
+
+/* Interleaves the rows of every float matrix (lib/kernels/weights.h) when
+ * m owns its weights (copied or widened; a mapping is left as the file
+ * has it), so that decode reads each block of rows as one stream. The
+ * loaders call it last. Returns 0, or -1 with e set (memory). */
+int model_interleave(struct model *m, struct err *e);
+
 #endif

@@ -6,26 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int model_matrices(struct model *m, struct wmat **w, const char **names)
-{
-	int n = 0;
-	w[n] = &m->w.embed;
-	names[n++] = QF_EMBED_NAME;
-	for (int l = 0; l < m->cfg.n_layers; l++) {
-		struct layer_weights *L = &m->w.layers[l];
-		struct wmat *ws[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down };
-		for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
-			w[n] = ws[i];
-			names[n++] = "model.layers.*";
-		}
-	}
-	if (!m->cfg.tie_embeddings) {
-		w[n] = &m->w.lm_head;
-		names[n++] = "lm_head.weight";
-	}
-	return n;
-}
-
 int model_quantize(struct model *m, const struct qscheme *s, struct err *e)
 {
 	size_t cap = (size_t)MODEL_MATRICES(m->cfg.n_layers);

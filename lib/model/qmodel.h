@@ -20,13 +20,6 @@ struct qscheme {
 	bool rtn;          /* WT_Q4: the round-to-nearest baseline, not the search */
 };
 
-/* Every matrix of m, in one order: the embedding, each layer's q, k, v, o,
- * gate, up, down, then lm_head when untied (tied, it is the embedding).
- * w[i] points into m; names[i] is the tensor name for the scheme's rule
- * ("model.layers.*" for the layers' matrices). Returns the count, at most
- * MODEL_MATRICES(n_layers). */
-#define MODEL_MATRICES(n_layers) (2 + 7 * (n_layers))
-int model_matrices(struct model *m, struct wmat **w, const char **names);
 
 /* Replaces every matrix of m that the scheme quantizes (qfile_quantizes)
  * with its quantized version, in one buffer m owns (model_free releases

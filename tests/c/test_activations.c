@@ -104,7 +104,7 @@ static void engine(const struct model *m, const int *ids, int n, int act, int th
 
 static double weight(const struct wmat *w, int r, int c)
 {
-	size_t i = (size_t)r * w->cols + c;
+	size_t i = wmat_at(w, r, c);  /* float matrices of a loaded model are interleaved */
 	switch (w->type) {
 	case WT_F32: return ((const float *)w->data)[i];
 	case WT_BF16: return bf16_to_f32(((const uint16_t *)w->data)[i]);

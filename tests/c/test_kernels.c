@@ -4,6 +4,7 @@
 #include "core/bf16.h"
 #include "check.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -186,12 +187,12 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		fill(x, T * cols, 1);
 		for (int i = 0; i < rows * cols; i++)
 			wb[i] = f32_to_bf16(wf[i]);
-		ref->matmul_f32(y1, rows, wf, cols, 1, rows, x, cols, T);
-		k->matmul_f32(y2, rows, wf, cols, 1, rows, x, cols, T);
+		ref->matmul_f32(y1, rows, wf, cols, 0, 1, rows, x, cols, T);
+		k->matmul_f32(y2, rows, wf, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows), "%s matmul_f32 %dx%d T=%d differs",
 		      name, rows, cols, T);
-		ref->matmul_bf16(y1, rows, wb, cols, 1, rows, x, cols, T);
-		k->matmul_bf16(y2, rows, wb, cols, 1, rows, x, cols, T);
+		ref->matmul_bf16(y1, rows, wb, cols, 0, 1, rows, x, cols, T);
+		k->matmul_bf16(y2, rows, wb, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows), "%s matmul_bf16 %dx%d T=%d differs",
 		      name, rows, cols, T);
 		/* binary16 weights: the same bits as the reference, and as the
@@ -202,20 +203,20 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 			wh[i] = f32_to_f16(wf[i]);
 			wf[i] = f16_to_f32(wh[i]);
 		}
-		ref->matmul_f16(y1, rows, wh, cols, 1, rows, x, cols, T);
-		k->matmul_f16(y2, rows, wh, cols, 1, rows, x, cols, T);
+		ref->matmul_f16(y1, rows, wh, cols, 0, 1, rows, x, cols, T);
+		k->matmul_f16(y2, rows, wh, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows), "%s matmul_f16 %dx%d T=%d differs",
 		      name, rows, cols, T);
-		ref->matmul_f32(y1, rows, wf, cols, 1, rows, x, cols, T);
+		ref->matmul_f32(y1, rows, wf, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows),
 		      "%s matmul_f16 %dx%d T=%d: not matmul_f32 of the widened weights",
 		      name, rows, cols, T);
 		free(wh);
-		k->matmul_bf16(y2, rows, wb, cols, 1, rows, x, cols, T);
+		k->matmul_bf16(y2, rows, wb, cols, 0, 1, rows, x, cols, T);
 		/* Each output is the canonical dot of its row: a matvec of one
 		 * input gives the same bits as the batched product. */
 		float *one = calloc((size_t)rows, sizeof(float));
-		k->matmul_bf16(one, rows, wb, cols, rows - 1, rows, x + (T - 1) * cols, cols, 1);
+		k->matmul_bf16(one, rows, wb, cols, 0, rows - 1, rows, x + (T - 1) * cols, cols, 1);
 		CHECK(same_bits(&one[rows - 1], &y2[(T - 1) * rows + rows - 1], 1),
 		      "%s matmul_bf16: batch and matvec differ", name);
 		free(one);
@@ -257,7 +258,7 @@ static void check_b16(void)
 			ad += fabs(p);
 		}
 		float y;
-		kern_matmul_b16_ref(&y, 1, wa, n, 0, 1, xa, n, 1);
+		kern_matmul_b16_ref(&y, 1, wa, n, 0, 0, 1, xa, n, 1);
 		double e = fabs(y - d) / (ad + 1e-30);
 		worst = e > worst ? e : worst;
 	}
@@ -275,9 +276,9 @@ static void check_b16(void)
 	xo[1] = 0x3f80, xo[33] = 0x3380, xo[32] = 0xbf80;
 	float yo = -1, yf = -1, yd = -1;
 	uint16_t w70 = 0x1c80, w100 = 0x7180, xsub = 0x0001;  /* 2^-70, 2^100 */
-	kern_matmul_b16_ref(&yo, 1, one, 34, 0, 1, xo, 34, 1);
-	kern_matmul_b16_ref(&yf, 1, &w70, 1, 0, 1, &w70, 1, 1);
-	kern_matmul_b16_ref(&yd, 1, &w100, 1, 0, 1, &xsub, 1, 1);
+	kern_matmul_b16_ref(&yo, 1, one, 34, 0, 0, 1, xo, 34, 1);
+	kern_matmul_b16_ref(&yf, 1, &w70, 1, 0, 0, 1, &w70, 1, 1);
+	kern_matmul_b16_ref(&yd, 1, &w100, 1, 0, 0, 1, &xsub, 1, 1);
 	CHECK(yo == 0 && !signbit(yo), "dot_b16 pair order: %a, want 0", yo);
 	CHECK(yf == 0, "dot_b16 FTZ: %a, want 0", yf);
 	CHECK(yd == 0, "dot_b16 DAZ: %a, want 0", yd);
@@ -299,11 +300,11 @@ static void check_b16(void)
 				x[i] = tiny ? (i % 5 == 0 ? (uint16_t)(i & 0x807f)
 							  : f32_to_bf16(frand() * 0x1p-66f))
 					    : b16(1);
-			kern_matmul_b16_ref(y1, rows, w, cols, 1, rows, x, cols, T);
+			kern_matmul_b16_ref(y1, rows, w, cols, 0, 1, rows, x, cols, T);
 			for (int l = CPU_SCALAR; l <= (int)cpu_detect(); l++) {
 				const struct kernels *k = kernels_for((enum cpu_level)l);
 				memset(y2, 0, sizeof(float) * (size_t)T * rows);
-				k->matmul_b16(y2, rows, w, cols, 1, rows, x, cols, T);
+				k->matmul_b16(y2, rows, w, cols, 0, 1, rows, x, cols, T);
 				CHECK(same_bits(y1, y2, T * rows),
 				      "%s%s matmul_b16 %dx%d T=%d%s differs", cpu_level_name(k->level),
 				      l == CPU_AVX512 && kern_has_dpbf16() ? " (vdpbf16ps)" : "",
@@ -316,6 +317,76 @@ static void check_b16(void)
 		}
 }
 
+/* Interleaved rows (weights.h): kern_interleave puts element (r, c) where
+ * wmat_at says, and every level's products on the interleaved matrix give
+ * the bits of the row-major reference, over row ranges that start inside
+ * a block and T of 1 (decode) and more (prefill); kern_row reads rows back. */
+static void check_interleaved(void)
+{
+	int shapes[][3] = { { 8, 32, 1 }, { 12, 64, 5 }, { 20, 96, 7 }, { 4, 896, 1 } };
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
+		size_t n = (size_t)rows * cols;
+		float *wf = malloc(sizeof(float) * n), *wfi = malloc(sizeof(float) * n);
+		uint16_t *wb = malloc(2 * n), *wbi = malloc(2 * n), *wh = malloc(2 * n),
+			 *whi = malloc(2 * n), *xb = malloc(2 * (size_t)T * cols);
+		float *x = malloc(sizeof(float) * T * cols), *row = malloc(sizeof(float) * cols);
+		float *y1 = calloc((size_t)T * rows, sizeof(float));
+		float *y2 = calloc((size_t)T * rows, sizeof(float));
+		fill(wf, (int)n, 1);
+		fill(x, T * cols, 1);
+		for (size_t i = 0; i < n; i++) {
+			wb[i] = f32_to_bf16(wf[i]);
+			wh[i] = f32_to_f16(wf[i]);
+		}
+		for (int i = 0; i < T * cols; i++)
+			xb[i] = f32_to_bf16(x[i]);
+		memcpy(wfi, wf, sizeof(float) * n);
+		memcpy(wbi, wb, 2 * n);
+		memcpy(whi, wh, 2 * n);
+		struct wmat mf = { .type = WT_F32, .rows = rows, .cols = cols, .data = wfi },
+			    mb = { .type = WT_BF16, .rows = rows, .cols = cols, .data = wbi },
+			    mh = { .type = WT_F16, .rows = rows, .cols = cols, .data = whi };
+		CHECK(wmat_can_interleave(&mf) && kern_interleave(&mf, wfi) == 0 &&
+		      kern_interleave(&mb, wbi) == 0 && kern_interleave(&mh, whi) == 0 &&
+		      mf.il && mb.il && mh.il, "interleave %dx%d", rows, cols);
+		int bad = 0;
+		for (int r = 0; r < rows; r++) {
+			for (int c = 0; c < cols; c++)
+				bad += wfi[wmat_at(&mf, r, c)] != wf[(size_t)r * cols + c];
+			kern_row_float(&mb, r, row);
+			for (int c = 0; c < cols; c++)
+				bad += row[c] != bf16_to_f32(wb[(size_t)r * cols + c]);
+		}
+		CHECK(bad == 0, "interleaved %dx%d: %d elements misplaced", rows, cols, bad);
+		const struct kernels *ref = kernels_for(CPU_SCALAR);
+		for (int l = CPU_SCALAR; l <= (int)cpu_level_env(NULL); l++) {
+			const struct kernels *k = kernels_for((enum cpu_level)l);
+			const char *name = cpu_level_name(k->level);
+			for (int r0 = 0; r0 < 3; r0 += 2) {
+				ref->matmul_f32(y1, rows, wf, cols, 0, r0, rows, x, cols, T);
+				k->matmul_f32(y2, rows, wfi, cols, 1, r0, rows, x, cols, T);
+				CHECK(same_bits(y1, y2, T * rows), "%s matmul_f32 interleaved %dx%d "
+				      "from row %d differs", name, rows, cols, r0);
+				ref->matmul_bf16(y1, rows, wb, cols, 0, r0, rows, x, cols, T);
+				k->matmul_bf16(y2, rows, wbi, cols, 1, r0, rows, x, cols, T);
+				CHECK(same_bits(y1, y2, T * rows), "%s matmul_bf16 interleaved %dx%d "
+				      "from row %d differs", name, rows, cols, r0);
+				ref->matmul_f16(y1, rows, wh, cols, 0, r0, rows, x, cols, T);
+				k->matmul_f16(y2, rows, whi, cols, 1, r0, rows, x, cols, T);
+				CHECK(same_bits(y1, y2, T * rows), "%s matmul_f16 interleaved %dx%d "
+				      "from row %d differs", name, rows, cols, r0);
+				ref->matmul_b16(y1, rows, wb, cols, 0, r0, rows, xb, cols, T);
+				k->matmul_b16(y2, rows, wbi, cols, 1, r0, rows, xb, cols, T);
+				CHECK(same_bits(y1, y2, T * rows), "%s matmul_b16 interleaved %dx%d "
+				      "from row %d differs", name, rows, cols, r0);
+			}
+		}
+		free(wf), free(wfi), free(wb), free(wbi), free(wh), free(whi), free(xb);
+		free(x), free(row), free(y1), free(y2);
+	}
+}
+
 int main(void)
 {
 	const struct kernels *ref = kernels_for(CPU_SCALAR);
@@ -326,5 +397,6 @@ int main(void)
 		check_level(ref, kernels_for((enum cpu_level)l));
 	printf("vdpbf16ps: %s\n", kern_has_dpbf16() ? "yes" : "no (the scalar reference)");
 	check_b16();
+	check_interleaved();
 	return check_done("kernels");
 }

@@ -81,9 +81,14 @@ static void simulated(const char *model_dir, const char *case_json, const struct
 		if (mq[i]->type != WT_Q8 && mq[i]->type != WT_Q4)
 			continue;
 		quantized++;
-		for (int r = 0; r < mq[i]->rows; r++)
-			quant_dequant_row(mq[i], r, 0, mq[i]->cols,
-					  (float *)ms[i]->data + (size_t)r * ms[i]->cols);
+		/* (the widened matrix is the model's own: its rows interleaved) */
+		float *row = malloc(sizeof(float) * (size_t)mq[i]->cols);
+		for (int r = 0; r < mq[i]->rows; r++) {
+			quant_dequant_row(mq[i], r, 0, mq[i]->cols, row);
+			for (int c = 0; c < mq[i]->cols; c++)
+				((float *)ms[i]->data)[wmat_at(ms[i], r, c)] = row[c];
+		}
+		free(row);
 	}
 	if (sim.cfg.tie_embeddings)
 		sim.w.lm_head = sim.w.embed;
