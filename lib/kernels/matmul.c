@@ -49,7 +49,8 @@ void kern_row(const struct wmat *w, int r, float *out)
 
 int kern_interleave(struct wmat *w, void *data)
 {
-	size_t es = w->type == WT_F32 ? 4 : 2, cols = (size_t)w->cols, blk = 4 * cols * es;
+	size_t es = w->type == WT_F32 ? 4 : w->type == WT_Q8 ? 1 : 2, cols = (size_t)w->cols,
+	       blk = 4 * cols * es;
 	unsigned char *tmp = malloc(blk), *p = data;
 	if (!tmp)
 		return -1;

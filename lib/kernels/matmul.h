@@ -40,7 +40,8 @@ void kern_matmul(const struct kernels *k, const struct kern_mm *m);
  * int4) to float. */
 void kern_row(const struct wmat *w, int r, float *out);
 
-/* Rearranges w (wmat_can_interleave) in place into interleaved rows
+/* Rearranges w (wmat_can_interleave; an int8 matrix's codes) in place into
+ * interleaved rows
  * (weights.h) and sets w->il; data is w->data, writable. Returns 0, or -1
  * out of memory (w unchanged). */
 int kern_interleave(struct wmat *w, void *data);

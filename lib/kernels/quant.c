@@ -181,12 +181,11 @@ void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		      const float *x, int ldx, int T)
 {
 	for (int r = r0; r < r1; r++) {
-		const int8_t *q = (const int8_t *)w->data + (size_t)r * w->cols;
 		for (int t = 0; t < T; t++) {
 			const float *xt = x + (size_t)t * ldx;
 			float s[KDOT_LANES] = { 0 };
 			for (int c = 0; c < w->cols; c++)
-				s[c % 16] = fmaf((float)q[c], xt[c], s[c % 16]);
+				s[c % 16] = fmaf((float)quant_code(w, r, c), xt[c], s[c % 16]);
 			y[(size_t)t * ldy + r] = kern_sum16(s) * w->scales[r];
 		}
 	}

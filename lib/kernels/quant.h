@@ -133,7 +133,7 @@ static inline int quant_code(const struct wmat *w, int r, int c)
 {
 	if (w->type == WT_Q4)
 		return q4_code(w, r, c);
-	return ((const int8_t *)w->data)[(size_t)r * (size_t)w->cols + (size_t)c];
+	return ((const int8_t *)w->data)[wmat_at(w, r, c)];
 }
 
 /* The scale of weight (r, c) of a WT_Q8 or WT_Q4 matrix. */

@@ -45,24 +45,28 @@ static inline A q8_tail(const int8_t *q, const float *x, int nv, int n, A acc)
 /* Rows r .. r + 3 for the tb tokens t .. t + tb - 1: each 16 codes of a
  * row widened once and multiplied by every token's x, so a batch pays the
  * widening once per tb tokens; per (row, token) the sums are those of the
- * single-token order. tb is a constant where this is inlined. */
+ * single-token order. tb and il (the rows interleaved, weights.h; then
+ * there is no tail) are constants where this is inlined. */
 static inline __attribute__((always_inline)) void
-q8_rows4(const int8_t *q0, int n, int nv, const float *sc, int r, const float *xs,
-	 int ldx, float *ys, int ldy, int t, const int tb)
+q8_rows4(const int8_t *base, int n, int nv, const float *sc, int r, const float *xs,
+	 int ldx, float *ys, int ldy, int t, const int tb, const int il)
 {
-	const int8_t *q[4] = { q0, q0 + n, q0 + 2 * (size_t)n, q0 + 3 * (size_t)n };
+	const int8_t *q[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+		q[i] = base + wmat_row_at(r + i, n, il);
 	size_t ahead = prefetch_ahead(4 * (size_t)n);
 	A acc[4][QUANT_TB];
 	_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 		acc[i][j] = azero();
 	for (int c = 0; c < nv; c += 16) {
+		size_t o = il ? wmat_il_col(c) : (size_t)c;
 		if ((c & 63) == 0)
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-				prefetch_at(q[i] + c, ahead);
+				prefetch_at(q[i] + o, ahead);
 		A w[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-			w[i] = q8_widen(q[i] + c);
+			w[i] = q8_widen(q[i] + o);
 		_Pragma("GCC unroll 4") for (int j = 0; j < tb; j++) {
 			const float *x = xs + (size_t)(t + j) * ldx + c;
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
@@ -77,31 +81,40 @@ q8_rows4(const int8_t *q0, int n, int nv, const float *sc, int r, const float *x
 	}
 }
 
-void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
-			 const float *xs, int ldx, int T)
+static inline __attribute__((always_inline)) void
+q8_matmul_il(const struct wmat *w, float *ys, int ldy, int r0, int r1, const float *xs,
+	     int ldx, int T, const int il)
 {
 	int n = w->cols, nv = n / 16 * 16;
 	const int8_t *base = w->data;
 	const float *sc = w->scales;
 	int r = r0;
 	for (; r + 4 <= r1; r += 4) {
-		const int8_t *q0 = base + (size_t)r * n;
 		int t = 0;
 		for (; t + QUANT_TB <= T; t += QUANT_TB)
-			q8_rows4(q0, n, nv, sc, r, xs, ldx, ys, ldy, t, QUANT_TB);
+			q8_rows4(base, n, nv, sc, r, xs, ldx, ys, ldy, t, QUANT_TB, il);
 		for (; t < T; t++)
-			q8_rows4(q0, n, nv, sc, r, xs, ldx, ys, ldy, t, 1);
+			q8_rows4(base, n, nv, sc, r, xs, ldx, ys, ldy, t, 1, il);
 	}
 	for (; r < r1; r++) {
-		const int8_t *q0 = base + (size_t)r * n;
+		const int8_t *q0 = base + wmat_row_at(r, n, il);
 		for (int t = 0; t < T; t++) {
 			const float *x = xs + (size_t)t * ldx;
 			A a0 = azero();
 			for (int c = 0; c < nv; c += 16)
-				a0 = q8_step(q0 + c, x + c, a0);
+				a0 = q8_step(q0 + (il ? wmat_il_col(c) : (size_t)c), x + c, a0);
 			ys[(size_t)t * ldy + r] = afold(q8_tail(q0, x, nv, n, a0)) * sc[r];
 		}
 	}
+}
+
+void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
+			 const float *xs, int ldx, int T)
+{
+	if (w->il)
+		q8_matmul_il(w, ys, ldy, r0, r1, xs, ldx, T, 1);
+	else
+		q8_matmul_il(w, ys, ldy, r0, r1, xs, ldx, T, 0);
 }
 
 /* ---- group-scaled codes: int4, and int8 in groups (GGUF's Q8_0) ----

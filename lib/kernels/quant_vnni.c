@@ -123,15 +123,15 @@ static inline __m512 q4_scales(const float *s, int c, int G)
  * order, so the sums are those of the order in lib/kernels/quant.h. */
 static inline __attribute__((always_inline)) void
 rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
-     size_t sahead, const int q4, const int grp, const int R)
+     size_t sahead, const int q4, const int grp, const int il, const int R)
 {
 	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
-	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
 	const uint8_t *p[4];
 	const float *s[4];
 	__m512 acc[4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
-		p[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
+		p[i] = (const uint8_t *)w->data + (q4 ? (size_t)(r + i) * (size_t)n / 2
+						      : wmat_row_at(r + i, n, il));
 		s[i] = w->scales + (size_t)(r + i) * ng;
 		acc[i] = _mm512_setzero_ps();
 	}
@@ -139,7 +139,7 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
 	for (; c + 64 <= n; c += 64) {
 		struct full k;
 		full_load(&k, a, c, q4);
-		size_t o = q4 ? (size_t)c / 2 : (size_t)c;
+		size_t o = q4 ? (size_t)c / 2 : il ? wmat_il_col(c) : (size_t)c;
 		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
 			if (grp && c % (16 * G) == 0)
 				prefetch_at(s[i] + c / G, sahead);
@@ -184,27 +184,29 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
  * gets its own inlined copy. */
 static inline __attribute__((always_inline)) void
 matvec(const struct wmat *w, const struct q8act *a, float *y, int r0, int r1, const int q4,
-       const int grp)
+       const int grp, const int il)
 {
 	size_t rb = q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
 	size_t ahead = prefetch_ahead(4 * rb);
 	size_t sahead = grp ? prefetch_ahead(4 * sizeof(float) * (size_t)(w->cols / w->group_size)) : 0;
 	int r = r0;
 	for (; r + 4 <= r1; r += 4)
-		rows(w, a, y, r, ahead, sahead, q4, grp, 4);
+		rows(w, a, y, r, ahead, sahead, q4, grp, il, 4);
 	for (; r < r1; r++)
-		rows(w, a, y, r, ahead, sahead, q4, grp, 1);
+		rows(w, a, y, r, ahead, sahead, q4, grp, il, 1);
 }
 
 void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 		     int r0, int r1)
 {
 	if (w->type == WT_Q4)
-		matvec(w, a, y, r0, r1, 1, 1);
+		matvec(w, a, y, r0, r1, 1, 1, 0);
 	else if (wmat_grouped(w))
-		matvec(w, a, y, r0, r1, 0, 1);
+		matvec(w, a, y, r0, r1, 0, 1, 0);
+	else if (w->il)
+		matvec(w, a, y, r0, r1, 0, 0, 1);
 	else
-		matvec(w, a, y, r0, r1, 0, 0);
+		matvec(w, a, y, r0, r1, 0, 0, 0);
 }
 
 /* ---- several tokens at once (prefill) ----
@@ -260,13 +262,13 @@ tok_make(const struct q8act *a, int c, int n, const int q4)
 static inline __attribute__((always_inline)) void
 tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
 	  const uint8_t *const *p, const float *const *s, int c, int t, size_t ahead,
-	  int pf, const int q4, const int grp, const int R, const int TT, const int full,
-	  __m512 acc[4][4])
+	  int pf, const int q4, const int grp, const int il, const int R, const int TT,
+	  const int full, __m512 acc[4][4])
 {
 	int n = w->cols, G = grp ? w->group_size : 1;
 	int left = n - c, two = left > Q8A_BLOCK;
 	__mmask64 m = full ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;
-	size_t o = q4 ? (size_t)c / 2 : (size_t)c;
+	size_t o = q4 ? (size_t)c / 2 : il ? wmat_il_col(c) : (size_t)c;
 	__m512i u[4];
 	__m512 ws[4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
@@ -306,24 +308,24 @@ tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int
 static inline __attribute__((always_inline)) void
 tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
      float *y, int ldy, int r, int t, size_t ahead, int pf, const int q4,
-     const int grp, const int R, const int TT)
+     const int grp, const int il, const int R, const int TT)
 {
 	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
-	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;  /* bytes per row */
 	const uint8_t *p[4];
 	const float *s[4];
 	__m512 acc[4][4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
-		p[i] = (const uint8_t *)w->data + (size_t)(r + i) * rb;
+		p[i] = (const uint8_t *)w->data + (q4 ? (size_t)(r + i) * (size_t)n / 2
+						      : wmat_row_at(r + i, n, il));
 		s[i] = w->scales + (size_t)(r + i) * ng;
 		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
 			acc[i][j] = _mm512_setzero_ps();
 	}
 	int c = 0;
 	for (; c + 64 <= n; c += 64)
-		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, R, TT, 1, acc);
+		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, il, R, TT, 1, acc);
 	if (c < n)
-		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, R, TT, 0, acc);
+		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, il, R, TT, 0, acc);
 	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
 		y[(size_t)(t + j) * ldy + r + i] =
@@ -337,7 +339,7 @@ tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
  * rows left over one at a time). */
 static inline __attribute__((always_inline)) void
 matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8act *a,
-       int T, const int q4, const int grp)
+       int T, const int q4, const int grp, const int il)
 {
 	int n = w->cols, nc = (n + 63) / 64;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;
@@ -355,19 +357,19 @@ matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8a
 			int r = p0;
 			for (; r + 4 <= p1; r += 4) {
 				if (tt == 4) {
-					tile(w, a, tk, nc, y, ldy, r, t, ahead, t == 0, q4, grp, 4, 4);
+					tile(w, a, tk, nc, y, ldy, r, t, ahead, t == 0, q4, grp, il, 4, 4);
 					continue;
 				}
 				for (int j = 0; j < tt; j++)
-					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, 4, 1);
+					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, il, 4, 1);
 			}
 			for (; r < p1; r++) {
 				if (tt == 4) {
-					tile(w, a, tk, nc, y, ldy, r, t, ahead, 0, q4, grp, 1, 4);
+					tile(w, a, tk, nc, y, ldy, r, t, ahead, 0, q4, grp, il, 1, 4);
 					continue;
 				}
 				for (int j = 0; j < tt; j++)
-					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, 1, 1);
+					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, il, 1, 1);
 			}
 		}
 	}
@@ -377,11 +379,13 @@ void matmul_q8a_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		     const struct q8act *a, int T)
 {
 	if (w->type == WT_Q4)
-		matmul(w, y, ldy, r0, r1, a, T, 1, 1);
+		matmul(w, y, ldy, r0, r1, a, T, 1, 1, 0);
 	else if (wmat_grouped(w))
-		matmul(w, y, ldy, r0, r1, a, T, 0, 1);
+		matmul(w, y, ldy, r0, r1, a, T, 0, 1, 0);
+	else if (w->il)
+		matmul(w, y, ldy, r0, r1, a, T, 0, 0, 1);
 	else
-		matmul(w, y, ldy, r0, r1, a, T, 0, 0);
+		matmul(w, y, ldy, r0, r1, a, T, 0, 0, 0);
 }
 
 /* ---- quantizing the activations ---- */

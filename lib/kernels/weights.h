@@ -21,10 +21,11 @@
  *            scales[rows * cols / group_size]; the nibble packing and any
  *            offset are defined in lib/kernels/quant.h
  *
- * Interleaved rows (il = 1; WT_F32, WT_BF16 and WT_F16 only, rows a
- * multiple of 4 and cols of WMAT_IL_COLS): the rows go in blocks of four,
+ * Interleaved rows (il = 1; WT_F32, WT_BF16, WT_F16, and WT_Q8 with a
+ * scale per row; rows a multiple of 4 and cols of WMAT_IL_COLS): the rows
+ * (the codes, for WT_Q8; its scales stay as they are) go in blocks of four,
  * block b at the offset it would have row-major (4b * cols elements), and
- * inside it, for each WMAT_IL_COLS = 32 columns in turn, the 32 of row 4b,
+ * inside it, for each WMAT_IL_COLS = 64 columns in turn, the 64 of row 4b,
  * then those of rows 4b + 1, 4b + 2 and 4b + 3. A kernel that walks the
  * four rows of a block together then reads one sequential stream, not four
  * streams cols apart: with both cores streaming, four streams reached a
@@ -47,10 +48,10 @@ struct wmat {
 	const void *data;
 	const float *scales;  /* WT_Q8, WT_Q4 */
 	int group_size;       /* WT_Q4; WT_Q8 when its scales are per group */
-	int il;               /* rows interleaved (float types; see above) */
+	int il;               /* rows interleaved (see above) */
 };
 
-#define WMAT_IL_COLS 32
+#define WMAT_IL_COLS 64
 
 /* Where row r starts (in elements), interleaved or not. */
 static inline size_t wmat_row_at(int r, int cols, int il)
@@ -72,11 +73,12 @@ static inline size_t wmat_at(const struct wmat *w, int r, int c)
 	return wmat_row_at(r, w->cols, w->il) + (w->il ? wmat_il_col(c) : (size_t)c);
 }
 
-/* Whether w can be interleaved: a float type, rows a multiple of 4, cols of
- * WMAT_IL_COLS. */
+/* Whether w can be interleaved: a float type or int8 with a scale per row,
+ * rows a multiple of 4, cols of WMAT_IL_COLS. */
 static inline int wmat_can_interleave(const struct wmat *w)
 {
-	return (w->type == WT_F32 || w->type == WT_BF16 || w->type == WT_F16) &&
+	return (w->type == WT_F32 || w->type == WT_BF16 || w->type == WT_F16 ||
+		(w->type == WT_Q8 && !w->group_size)) &&
 	       w->rows % 4 == 0 && w->cols % WMAT_IL_COLS == 0;
 }
 

@@ -323,7 +323,7 @@ static void check_b16(void)
  * a block and T of 1 (decode) and more (prefill); kern_row reads rows back. */
 static void check_interleaved(void)
 {
-	int shapes[][3] = { { 8, 32, 1 }, { 12, 64, 5 }, { 20, 96, 7 }, { 4, 896, 1 } };
+	int shapes[][3] = { { 8, 64, 1 }, { 12, 128, 5 }, { 20, 192, 7 }, { 4, 896, 1 } };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
 		size_t n = (size_t)rows * cols;

@@ -1,6 +1,7 @@
 /* quant: the schemes against closed forms, and every kernel this CPU has
  * against the scalar reference and against a float64 dot product of the
  * dequantized weights, on shapes that are not multiples of the vector width. */
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/quant_isa.h"
 #include "check.h"
@@ -250,6 +251,45 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		CHECK(same, "%s %s %dx%d: T=1 calls split by rows differ from one T=5 call",
 		      tn, in, rows, cols);
 	}
+	/* int8 with its rows interleaved (weights.h): every level, float and
+	 * int8 activations, T = 5 and row ranges from inside a block, gives the
+	 * bits of the row-major matrix. */
+	if (wmat_can_interleave(&m.w)) {
+		struct wmat wi = m.w;
+		void *codes = malloc(q8_data_bytes(rows, cols));
+		memcpy(codes, m.data, q8_data_bytes(rows, cols));
+		wi.data = codes;
+		CHECK(kern_interleave(&wi, codes) == 0 && wi.il, "interleave %dx%d", rows, cols);
+		int np8 = q8a_padded(cols), same = 1;
+		struct q8act a8[5];
+		for (int t = 0; t < 5; t++) {
+			a8[t].q = malloc((size_t)np8);
+			a8[t].scales = malloc(sizeof(float) * (np8 / Q8A_BLOCK));
+			q8a_quantize(x + (size_t)t * cols, cols, &a8[t]);
+		}
+		float *yq = malloc(sizeof(float) * (size_t)ldy * 5);
+		for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
+			for (int r0 = 0; r0 < 3; r0 += 2) {
+				quant_matmul((enum cpu_level)lv, &wi, y, ldy, r0, rows, x, cols, 5);
+				for (int t = 0; t < 5; t++)
+					same &= !memcmp(y + (size_t)t * ldy + r0, yref + (size_t)t * ldy + r0,
+							sizeof(float) * (size_t)(rows - r0));
+				quant_matmul_q8a((enum cpu_level)lv, &m.w, yq, ldy, r0, rows, a8, 5);
+				quant_matmul_q8a((enum cpu_level)lv, &wi, y, ldy, r0, rows, a8, 5);
+				for (int t = 0; t < 5; t++)
+					same &= !memcmp(y + (size_t)t * ldy + r0, yq + (size_t)t * ldy + r0,
+							sizeof(float) * (size_t)(rows - r0));
+				quant_matmul_q8a((enum cpu_level)lv, &wi, y, ldy, r0, rows, a8, 1);
+				same &= !memcmp(y + r0, yq + r0, sizeof(float) * (size_t)(rows - r0));
+			}
+		CHECK(same, "q8 interleaved %dx%d: not the bits of the row-major matrix", rows, cols);
+		for (int t = 0; t < 5; t++) {
+			free(a8[t].q);
+			free(a8[t].scales);
+		}
+		free(yq);
+		free(codes);
+	}
 	free(yref);
 
 	/* int8 activations: the VNNI kernel gives the reference's bits; the
@@ -363,7 +403,7 @@ int main(void)
 	test_q4_beats_rtn();
 	test_q8a_closed_form();
 	test_q8a_simd();
-	int q8_cols[] = { 1, 7, 15, 16, 17, 31, 33, 64, 100, 257 };
+	int q8_cols[] = { 1, 7, 15, 16, 17, 31, 33, 64, 100, 257, 128, 896 };
 	for (size_t i = 0; i < sizeof q8_cols / sizeof q8_cols[0]; i++)
 		for (int rows = 1; rows <= 13; rows += 3)
 			check_kernels(WT_Q8, rows, q8_cols[i], 0);
