@@ -363,24 +363,21 @@ static void check_interleaved(void)
 		for (int l = CPU_SCALAR; l <= (int)cpu_level_env(NULL); l++) {
 			const struct kernels *k = kernels_for((enum cpu_level)l);
 			const char *name = cpu_level_name(k->level);
+			/* each product: row-major by the reference, interleaved by k */
+#define SAME_IL(FN, W, WI, X)                                                        \
+	do {                                                                         \
+		ref->FN(y1, rows, W, cols, 0, r0, rows, X, cols, T);                 \
+		k->FN(y2, rows, WI, cols, 1, r0, rows, X, cols, T);                  \
+		CHECK(same_bits(y1, y2, T * rows), "%s " #FN " interleaved %dx%d "   \
+		      "from row %d differs", name, rows, cols, r0);                   \
+	} while (0)
 			for (int r0 = 0; r0 < 3; r0 += 2) {
-				ref->matmul_f32(y1, rows, wf, cols, 0, r0, rows, x, cols, T);
-				k->matmul_f32(y2, rows, wfi, cols, 1, r0, rows, x, cols, T);
-				CHECK(same_bits(y1, y2, T * rows), "%s matmul_f32 interleaved %dx%d "
-				      "from row %d differs", name, rows, cols, r0);
-				ref->matmul_bf16(y1, rows, wb, cols, 0, r0, rows, x, cols, T);
-				k->matmul_bf16(y2, rows, wbi, cols, 1, r0, rows, x, cols, T);
-				CHECK(same_bits(y1, y2, T * rows), "%s matmul_bf16 interleaved %dx%d "
-				      "from row %d differs", name, rows, cols, r0);
-				ref->matmul_f16(y1, rows, wh, cols, 0, r0, rows, x, cols, T);
-				k->matmul_f16(y2, rows, whi, cols, 1, r0, rows, x, cols, T);
-				CHECK(same_bits(y1, y2, T * rows), "%s matmul_f16 interleaved %dx%d "
-				      "from row %d differs", name, rows, cols, r0);
-				ref->matmul_b16(y1, rows, wb, cols, 0, r0, rows, xb, cols, T);
-				k->matmul_b16(y2, rows, wbi, cols, 1, r0, rows, xb, cols, T);
-				CHECK(same_bits(y1, y2, T * rows), "%s matmul_b16 interleaved %dx%d "
-				      "from row %d differs", name, rows, cols, r0);
+				SAME_IL(matmul_f32, wf, wfi, x);
+				SAME_IL(matmul_bf16, wb, wbi, x);
+				SAME_IL(matmul_f16, wh, whi, x);
+				SAME_IL(matmul_b16, wb, wbi, xb);
 			}
+#undef SAME_IL
 		}
 		free(wf), free(wfi), free(wb), free(wbi), free(wh), free(whi), free(xb);
 		free(x), free(row), free(y1), free(y2);
