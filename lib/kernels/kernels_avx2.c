@@ -42,10 +42,10 @@ AI void spill(float s[KDOT_LANES], __m256 lo, __m256 hi)
 }
 
 /* RB rows of w times one input: 2 * RB accumulators. il: interleaved rows
- * (weights.h), a constant where this is inlined; then there is no tail. */
+ * (weights.h); then there is no tail. */
 #define MATMUL_BLOCK(NAME, WT, LD, WIDEN)                                     \
 AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
-	     const float *x, int ldx, int t, const int RB, const int il)      \
+	     const float *x, int ldx, int t, const int RB, int il)            \
 {                                                                             \
 	__m256 lo[4], hi[4];                                                  \
 	const WT *wr[4];                                                      \
@@ -78,28 +78,20 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 
 /* Rows in blocks of 4, every input against a block while it is in cache;
  * interleaved rows in whole blocks from a multiple of 4. */
-#define MATMUL_IL(BLOCK, IL)                                                  \
-	do {                                                                  \
-		int r = r0;                                                   \
-		for (; IL && r < r1 && r % 4; r++)                            \
-			for (int t = 0; t < T; t++)                           \
-				BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, IL);  \
-		for (; r + 4 <= r1; r += 4)                                   \
-			for (int t = 0; t < T; t++)                           \
-				BLOCK(y, ldy, w, cols, r, x, ldx, t, 4, IL);  \
-		for (; r < r1; r++)                                           \
-			for (int t = 0; t < T; t++)                           \
-				BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, IL);  \
-	} while (0)
-
 #define MATMUL(NAME, BLOCK, WT)                                               \
 static void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,    \
 		 int r1, const float *x, int ldx, int T)                      \
 {                                                                             \
-	if (il)                                                               \
-		MATMUL_IL(BLOCK, 1);                                          \
-	else                                                                  \
-		MATMUL_IL(BLOCK, 0);                                          \
+	int r = r0;                                                           \
+	for (; il && r < r1 && r % 4; r++)                                    \
+		for (int t = 0; t < T; t++)                                   \
+			BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, il);          \
+	for (; r + 4 <= r1; r += 4)                                           \
+		for (int t = 0; t < T; t++)                                   \
+			BLOCK(y, ldy, w, cols, r, x, ldx, t, 4, il);          \
+	for (; r < r1; r++)                                                   \
+		for (int t = 0; t < T; t++)                                   \
+			BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, il);          \
 }
 
 MATMUL_BLOCK(block_f32, float, ld_f32, wf32)

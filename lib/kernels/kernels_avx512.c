@@ -60,14 +60,15 @@ AI __m512 ld_f16_tail(const uint16_t *p, __mmask16 m)
 
 /* A block of RB <= 4 rows by TB <= 6 inputs: RB * TB accumulators (24 of the
  * 32 registers, the 4 rows of weights and one input beside them). il: the
- * rows are interleaved (weights.h; a constant where this is inlined), so
- * column k of a row is at wr[i] + wmat_il_col(k), and the four rows of a
- * block are one sequential stream; then cols is a multiple of 32 and there
- * is no tail. */
+ * rows are interleaved (weights.h), so column k of a row is at wr[i] +
+ * wmat_il_col(k), and the four rows of a block are one sequential stream;
+ * then cols is a multiple of 64 and there is no tail. (il is not a
+ * constant here: a copy of every block for each layout would double the
+ * code, and the offset costs a few integer operations per 16 columns.) */
 #define MATMUL_BLOCK(NAME, WT, LD, LD_TAIL)                                   \
 AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	     const float *x, int ldx, int t0, const int RB, const int TB,      \
-	     const int il)                                                    \
+	     int il)                                                          \
 {                                                                             \
 	__m512 acc[4][6];                                                     \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
@@ -128,26 +129,18 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	} while (0)
 
 /* Interleaved rows go in whole blocks of 4 from a multiple of 4 (the
- * rows before it one at a time). */
-#define MATMUL_IL(BLOCK, IL)                                                  \
-	do {                                                                  \
-		int r = r0;                                                   \
-		for (; IL && r < r1 && r % 4; r++)                            \
-			MATMUL_ROWS(BLOCK, 1, IL);                            \
-		for (; r + 4 <= r1; r += 4)                                   \
-			MATMUL_ROWS(BLOCK, 4, IL);                            \
-		for (; r < r1; r++)                                           \
-			MATMUL_ROWS(BLOCK, 1, IL);                            \
-	} while (0)
-
+ * rows before it one at a time), so that a block is one stream. */
 #define MATMUL(NAME, BLOCK, WT, XT, ATTR)                                     \
 ATTR void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,      \
 	       int r1, const XT *x, int ldx, int T)                           \
 {                                                                             \
-	if (il)                                                               \
-		MATMUL_IL(BLOCK, 1);                                          \
-	else                                                                  \
-		MATMUL_IL(BLOCK, 0);                                          \
+	int r = r0;                                                           \
+	for (; il && r < r1 && r % 4; r++)                                    \
+		MATMUL_ROWS(BLOCK, 1, il);                                    \
+	for (; r + 4 <= r1; r += 4)                                           \
+		MATMUL_ROWS(BLOCK, 4, il);                                    \
+	for (; r < r1; r++)                                                   \
+		MATMUL_ROWS(BLOCK, 1, il);                                    \
 }
 
 MATMUL_BLOCK(block_f32, float, ld_f32, ld_f32_tail)
@@ -171,7 +164,7 @@ DPBF16 AI __m512 dp_step(__m512 acc, __m512i w, __m512i x)
 
 DPBF16 AI void block_b16(float *y, int ldy, const uint16_t *w, int cols, int r,
 			 const uint16_t *x, int ldx, int t0, const int RB, const int TB,
-			 const int il)
+			 int il)
 {
 	__m512 acc[4][6];
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)

@@ -45,11 +45,11 @@ static inline A q8_tail(const int8_t *q, const float *x, int nv, int n, A acc)
 /* Rows r .. r + 3 for the tb tokens t .. t + tb - 1: each 16 codes of a
  * row widened once and multiplied by every token's x, so a batch pays the
  * widening once per tb tokens; per (row, token) the sums are those of the
- * single-token order. tb and il (the rows interleaved, weights.h; then
- * there is no tail) are constants where this is inlined. */
+ * single-token order. tb is a constant where this is inlined; il: the rows
+ * are interleaved (weights.h; then there is no tail). */
 static inline __attribute__((always_inline)) void
 q8_rows4(const int8_t *base, int n, int nv, const float *sc, int r, const float *xs,
-	 int ldx, float *ys, int ldy, int t, const int tb, const int il)
+	 int ldx, float *ys, int ldy, int t, const int tb, int il)
 {
 	const int8_t *q[4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
@@ -81,11 +81,10 @@ q8_rows4(const int8_t *base, int n, int nv, const float *sc, int r, const float 
 	}
 }
 
-static inline __attribute__((always_inline)) void
-q8_matmul_il(const struct wmat *w, float *ys, int ldy, int r0, int r1, const float *xs,
-	     int ldx, int T, const int il)
+void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
+			 const float *xs, int ldx, int T)
 {
-	int n = w->cols, nv = n / 16 * 16;
+	int n = w->cols, nv = n / 16 * 16, il = w->il;
 	const int8_t *base = w->data;
 	const float *sc = w->scales;
 	int r = r0;
@@ -106,15 +105,7 @@ q8_matmul_il(const struct wmat *w, float *ys, int ldy, int r0, int r1, const flo
 			ys[(size_t)t * ldy + r] = afold(q8_tail(q0, x, nv, n, a0)) * sc[r];
 		}
 	}
-}
 
-void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
-			 const float *xs, int ldx, int T)
-{
-	if (w->il)
-		q8_matmul_il(w, ys, ldy, r0, r1, xs, ldx, T, 1);
-	else
-		q8_matmul_il(w, ys, ldy, r0, r1, xs, ldx, T, 0);
 }
 
 /* ---- group-scaled codes: int4, and int8 in groups (GGUF's Q8_0) ----

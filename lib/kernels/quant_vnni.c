@@ -12,7 +12,9 @@
  * int4 and int8 in groups (GGUF's Q8_0) multiply each block's sum by the
  * activation scale times the group's scale; int8 with a scale per row by
  * the activation scale, and the row's scale at the end. `q4` (int4 codes)
- * and `grp` (scales per group) are constants where the loops are inlined.
+ * and `grp` (scales per group) are constants where the loops are inlined;
+ * `il` (int8 rows interleaved, weights.h) is not, so as not to double the
+ * code for a few integer operations a step.
  * Up to four rows share each chunk's activation work; each row's weights are
  * prefetched ahead as lib/kernels/prefetch.h says. The full 64-column chunks go
  * without masks or branches (struct full); only the last partial chunk of a
@@ -123,7 +125,7 @@ static inline __m512 q4_scales(const float *s, int c, int G)
  * order, so the sums are those of the order in lib/kernels/quant.h. */
 static inline __attribute__((always_inline)) void
 rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
-     size_t sahead, const int q4, const int grp, const int il, const int R)
+     size_t sahead, const int q4, const int grp, int il, const int R)
 {
 	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
 	const uint8_t *p[4];
@@ -184,7 +186,7 @@ rows(const struct wmat *w, const struct q8act *a, float *y, int r, size_t ahead,
  * gets its own inlined copy. */
 static inline __attribute__((always_inline)) void
 matvec(const struct wmat *w, const struct q8act *a, float *y, int r0, int r1, const int q4,
-       const int grp, const int il)
+       const int grp, int il)
 {
 	size_t rb = q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
 	size_t ahead = prefetch_ahead(4 * rb);
@@ -203,10 +205,8 @@ void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 		matvec(w, a, y, r0, r1, 1, 1, 0);
 	else if (wmat_grouped(w))
 		matvec(w, a, y, r0, r1, 0, 1, 0);
-	else if (w->il)
-		matvec(w, a, y, r0, r1, 0, 0, 1);
 	else
-		matvec(w, a, y, r0, r1, 0, 0, 0);
+		matvec(w, a, y, r0, r1, 0, 0, w->il);
 }
 
 /* ---- several tokens at once (prefill) ----
@@ -262,7 +262,7 @@ tok_make(const struct q8act *a, int c, int n, const int q4)
 static inline __attribute__((always_inline)) void
 tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
 	  const uint8_t *const *p, const float *const *s, int c, int t, size_t ahead,
-	  int pf, const int q4, const int grp, const int il, const int R, const int TT,
+	  int pf, const int q4, const int grp, int il, const int R, const int TT,
 	  const int full, __m512 acc[4][4])
 {
 	int n = w->cols, G = grp ? w->group_size : 1;
@@ -308,7 +308,7 @@ tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int
 static inline __attribute__((always_inline)) void
 tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
      float *y, int ldy, int r, int t, size_t ahead, int pf, const int q4,
-     const int grp, const int il, const int R, const int TT)
+     const int grp, int il, const int R, const int TT)
 {
 	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
 	const uint8_t *p[4];
@@ -339,7 +339,7 @@ tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
  * rows left over one at a time). */
 static inline __attribute__((always_inline)) void
 matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8act *a,
-       int T, const int q4, const int grp, const int il)
+       int T, const int q4, const int grp, int il)
 {
 	int n = w->cols, nc = (n + 63) / 64;
 	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;
@@ -382,10 +382,8 @@ void matmul_q8a_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
 		matmul(w, y, ldy, r0, r1, a, T, 1, 1, 0);
 	else if (wmat_grouped(w))
 		matmul(w, y, ldy, r0, r1, a, T, 0, 1, 0);
-	else if (w->il)
-		matmul(w, y, ldy, r0, r1, a, T, 0, 0, 1);
 	else
-		matmul(w, y, ldy, r0, r1, a, T, 0, 0, 0);
+		matmul(w, y, ldy, r0, r1, a, T, 0, 0, w->il);
 }
 
 /* ---- quantizing the activations ---- */
