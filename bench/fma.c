@@ -4,7 +4,10 @@
  * traffic; the best of 5 passes of 10^8 steps, in 10^9 multiply-adds per
  * second. A prefill of Qwen2.5-0.5B is about 3.6e8 multiply-adds a token,
  * so this figure over 0.36 is the prompt tok/s no float32 kernel can pass
- * on one core. One JSON line on stdout; asserts nothing.
+ * on one core. One JSON line on stdout; asserts nothing. Every chain is
+ * kept in a register by an empty asm: the chains start from two values
+ * only, so GCC merged the six it could prove equal and ran 8 of the 12,
+ * which made the rate read 1.5 times too high before 2026-12-02.
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
@@ -31,6 +34,8 @@ enum { STEPS = 100000000, PASSES = 5 };
 			a10 = FMA(a10, b, c); a11 = FMA(a11, b, c);           \
 			__asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2),   \
 					 "+x"(a3), "+x"(a4), "+x"(a5));       \
+			__asm__ volatile("" : "+x"(a6), "+x"(a7), "+x"(a8),   \
+					 "+x"(a9), "+x"(a10), "+x"(a11));     \
 		}                                                             \
 		double g = (double)STEPS * 12 * (sizeof(T) / 4) / (time_now() - t0) / 1e9; \
 		best = g > best ? g : best;                                   \
