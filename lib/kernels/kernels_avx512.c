@@ -145,10 +145,176 @@ ATTR void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,      \
 
 MATMUL_BLOCK(block_f32, float, ld_f32, ld_f32_tail)
 MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, ld_bf16_tail)
-MATMUL(matmul_f32, block_f32, float, float, static)
+MATMUL(rows_f32, block_f32, float, float, static)
 MATMUL_BLOCK(block_f16, uint16_t, ld_f16, ld_f16_tail)
-MATMUL(matmul_bf16, block_bf16, uint16_t, float, static)
-MATMUL(matmul_f16, block_f16, uint16_t, float, static)
+MATMUL(rows_bf16, block_bf16, uint16_t, float, static)
+MATMUL(rows_f16, block_f16, uint16_t, float, static)
+
+/* ---- several inputs at once (prefill): panels of widened rows ----
+ *
+ * With T > 1 every weight is used T times, so it pays to widen it once:
+ * PK_ROWS rows at a time are widened (copied, for float32) into a panel of
+ * float32 on the stack, and tiles of PK_ROWS rows by PK_TOK inputs (24
+ * accumulators) run over it with nothing but loads and fmas. The panel
+ * stays in L1 while the inputs stream from L2; a panel wider than PK_WIDE
+ * columns is taken PK_COLS columns at a time, its accumulators kept in
+ * memory between the passes, so that the part in use stays in L1. Inputs
+ * go in groups of PK_GROUP, whose accumulators fit in spill[]. Each lane
+ * still takes its columns in increasing order from +0, the tail through
+ * masked lanes and the fold of kern_sum16 (eight accumulators folded
+ * together, the same additions), so the bits are those of the kernels
+ * above for any T. */
+#define PK_ROWS 8
+#define PK_TOK 3
+#define PK_WIDE 1024
+#define PK_COLS 512
+#define PK_GROUP 48
+
+/* The fold of kern_sum16 on each of a[0..7], done together: each step
+ * adds the same pairs of lanes as hsum, for eight accumulators in a few
+ * shuffles. Returns the eight sums in order. */
+AI __m256 hsum8(const __m512 a[8])
+{
+	__m512 p[4], q[2];
+	for (int i = 0; i < 4; i++)  /* s[j] + s[j + 8]: [a.lo, b.lo] + [a.hi, b.hi] */
+		p[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+				     _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+	for (int i = 0; i < 2; i++)  /* + s[j + 4]: quarter i of q is accumulator i's */
+		q[i] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+				     _mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+	/* + s[j + 2]: in quarter i, accumulator i's two sums, then i + 4's */
+	__m512 u = _mm512_add_ps(_mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(1, 0, 1, 0)),
+				 _mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 2, 3, 2)));
+	/* + s[j + 1]: element 0 of quarter i is accumulator i, element 1 is i + 4 */
+	__m512 v = _mm512_add_ps(_mm512_shuffle_ps(u, u, _MM_SHUFFLE(2, 0, 2, 0)),
+				 _mm512_shuffle_ps(u, u, _MM_SHUFFLE(3, 1, 3, 1)));
+	const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+	return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, v));
+}
+
+/* Columns [k0, k1) of the panel's RB rows (pk, cp apart) against inputs
+ * t0 .. t0 + TB - 1 (RB, TB constants where this is inlined). The sums
+ * start from spill (zero when k0 is 0); after the last columns they are
+ * folded into y, otherwise put back into spill. */
+AI void pk_tile(float *y, int ldy, const float *pk, int cp, int cols, int k0, int k1,
+		int r, const float *x, int ldx, int t0, __m512 *spill, const int RB,
+		const int TB)
+{
+	__m512 acc[PK_ROWS][PK_TOK];
+	_Pragma("GCC unroll 8") for (int i = 0; i < RB; i++)
+	_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++)
+		acc[i][j] = k0 ? spill[i * PK_TOK + j] : _mm512_setzero_ps();
+	const float *xr[PK_TOK];
+	_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++)
+		xr[j] = x + (size_t)(t0 + j) * ldx;
+	int k = k0;
+	for (; k + 16 <= k1; k += 16) {
+		__m512 xv[PK_TOK];
+		_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++)
+			xv[j] = _mm512_loadu_ps(xr[j] + k);
+		_Pragma("GCC unroll 8") for (int i = 0; i < RB; i++) {
+			__m512 wv = _mm512_loadu_ps(pk + (size_t)i * cp + k);
+			/* in a register: GCC would otherwise fold the load into
+			 * each of the TB fmas and load it TB times */
+			__asm__("" : "+v"(wv));
+			_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++)
+				acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+		}
+	}
+	if (k < k1) {
+		__mmask16 m = tail_mask(k1 - k);
+		__m512 xv[PK_TOK];
+		_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++)
+			xv[j] = _mm512_maskz_loadu_ps(m, xr[j] + k);
+		_Pragma("GCC unroll 8") for (int i = 0; i < RB; i++) {
+			__m512 wv = _mm512_loadu_ps(pk + (size_t)i * cp + k);
+			_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++)
+				acc[i][j] = _mm512_mask3_fmadd_ps(wv, xv[j], acc[i][j], m);
+		}
+	}
+	if (k1 < cols) {
+		_Pragma("GCC unroll 8") for (int i = 0; i < RB; i++)
+		_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++)
+			spill[i * PK_TOK + j] = acc[i][j];
+		return;
+	}
+	_Pragma("GCC unroll 3") for (int j = 0; j < TB; j++) {
+		float *yt = y + (size_t)(t0 + j) * ldy + r;
+		if (RB == PK_ROWS) {
+			__m512 col[PK_ROWS];
+			_Pragma("GCC unroll 8") for (int i = 0; i < PK_ROWS; i++)
+				col[i] = acc[i][j];
+			_mm256_storeu_ps(yt, hsum8(col));
+			continue;
+		}
+		_Pragma("GCC unroll 8") for (int i = 0; i < RB; i++)
+			yt[i] = hsum(acc[i][j]);
+	}
+}
+
+#define PK_TILES(RB)                                                          \
+	switch (tb) {                                                         \
+	case 3: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 3); break; \
+	case 2: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 2); break; \
+	default: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 1); break; \
+	}
+
+/* Rows r .. r + rb - 1, widened into the panel pk, times all T inputs. */
+static void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r, int rb,
+		     const float *x, int ldx, int T)
+{
+	__m512 spill[PK_GROUP * PK_ROWS];
+	int kc = cols > PK_WIDE ? PK_COLS : cols;
+	for (int tg = 0; tg < T; tg += PK_GROUP) {
+		int te = T - tg < PK_GROUP ? T : tg + PK_GROUP;
+		for (int k0 = 0; k0 < cols; k0 += kc) {
+			int k1 = cols - k0 < kc ? cols : k0 + kc;
+			for (int t = tg; t < te; t += PK_TOK) {
+				int tb = te - t < PK_TOK ? te - t : PK_TOK;
+				__m512 *sp = spill + (size_t)(t - tg) * PK_ROWS;
+				if (rb == PK_ROWS)
+					PK_TILES(PK_ROWS)
+				else if (rb == 4)
+					PK_TILES(4)
+				else
+					PK_TILES(1)
+			}
+		}
+	}
+}
+
+/* matmul_f32 / bf16 / f16: one input (decode) streams the rows through
+ * the blocks above; several go through panels, each row widened by LD
+ * once (the panel's columns beyond cols zero). */
+#define MATMUL_PANELS(NAME, ROWS, WT, LD, LD_TAIL)                            \
+static void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,    \
+		 int r1, const float *x, int ldx, int T)                      \
+{                                                                             \
+	if (T == 1) {                                                         \
+		ROWS(y, ldy, w, cols, il, r0, r1, x, ldx, T);                 \
+		return;                                                       \
+	}                                                                     \
+	int cp = (cols + 15) / 16 * 16;                                       \
+	float pk[PK_ROWS * cp];                                               \
+	for (int r = r0; r < r1;) {                                           \
+		int rb = r1 - r >= PK_ROWS ? PK_ROWS : r1 - r >= 4 ? 4 : 1;    \
+		for (int i = 0; i < rb; i++) {                                \
+			const WT *src = w + wmat_row_at(r + i, cols, il);     \
+			float *dst = pk + (size_t)i * cp;                     \
+			int k = 0;                                            \
+			for (; k + 16 <= cols; k += 16)                       \
+				_mm512_storeu_ps(dst + k, LD(src + (il ? wmat_il_col(k) : (size_t)k))); \
+			if (k < cols)                                         \
+				_mm512_storeu_ps(dst + k, LD_TAIL(src + k, tail_mask(cols - k))); \
+		}                                                             \
+		pk_panel(y, ldy, pk, cp, cols, r, rb, x, ldx, T);             \
+		r += rb;                                                      \
+	}                                                                     \
+}
+
+MATMUL_PANELS(matmul_f32, rows_f32, float, ld_f32, ld_f32_tail)
+MATMUL_PANELS(matmul_bf16, rows_bf16, uint16_t, ld_bf16, ld_bf16_tail)
+MATMUL_PANELS(matmul_f16, rows_f16, uint16_t, ld_f16, ld_f16_tail)
 
 /* bf16 activations (dot_b16 in kernels.h) with vdpbf16ps: 32 columns per
  * step, lane j of the accumulator taking the pair 2j + 1, 2j of them, as

@@ -173,9 +173,12 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 	}
 
 	/* Matrix products: odd rows, cols and input counts, f32 and bf16, row
-	 * ranges that do not start at 0. */
+	 * ranges that do not start at 0. The last two reach the AVX-512
+	 * prefill's every path: panels of 8, 4 and 1 rows, more columns than
+	 * one pass takes (1100: two of 512 and a tail), more inputs than one
+	 * group (50). */
 	int shapes[][3] = { { 13, 37, 1 }, { 9, 16, 5 }, { 21, 100, 7 }, { 4, 33, 4 },
-			    { 5, 18, 6 }, { 7, 50, 13 } };
+			    { 5, 18, 6 }, { 7, 50, 13 }, { 26, 1100, 50 }, { 17, 64, 2 } };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
 		float *wf = malloc(sizeof(float) * rows * cols);
@@ -323,7 +326,8 @@ static void check_b16(void)
  * a block and T of 1 (decode) and more (prefill); kern_row reads rows back. */
 static void check_interleaved(void)
 {
-	int shapes[][3] = { { 8, 64, 1 }, { 12, 128, 5 }, { 20, 192, 7 }, { 4, 896, 1 } };
+	int shapes[][3] = { { 8, 64, 1 }, { 12, 128, 5 }, { 20, 192, 7 }, { 4, 896, 1 },
+			    { 28, 1088, 50 } };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
 		size_t n = (size_t)rows * cols;
