@@ -18,6 +18,11 @@ static inline void astore(float *f, A v)
 
 static inline A azero(void) { return (A){ _mm256_setzero_ps(), _mm256_setzero_ps() }; }
 
+static inline __attribute__((always_inline)) void apin(A *v)
+{
+	__asm__("" : "+v"(v->lo), "+v"(v->hi));
+}
+
 static inline __m256 widen8(__m128i b)
 {
 	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));

@@ -14,6 +14,8 @@ static inline void astore(float *f, A v) { _mm512_storeu_ps(f, v); }
 
 static inline A azero(void) { return _mm512_setzero_ps(); }
 
+static inline __attribute__((always_inline)) void apin(A *v) { __asm__("" : "+v"(*v)); }
+
 static inline A widen8(__m128i b)
 {
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
@@ -35,10 +37,11 @@ static inline A q8_step(const int8_t *q, const float *x, A acc)
 }
 
 /* Tokens per pass over a block of four rows (quant_simd.h): int8, 16
- * accumulators, four codes and one input; int4, 12 group sums, 12 row sums
- * and 4 codes: each fits the 32 zmm registers. */
+ * accumulators, four codes and one input; int4, 8 group sums, 8 row sums,
+ * the 4 codes pinned in registers and the inputs. With three tokens (24
+ * sums) the pinned codes did not fit and went to the stack. */
 #define QUANT_TB 4
-#define QUANT_TT4 3
+#define QUANT_TT4 2
 
 /* The int4 block: the 16 bytes zero-extended to 16 dwords once; vpermps
  * reads only the low 4 bits of each index, so the dwords index a table of

@@ -13,6 +13,9 @@
  *   q4_widen(p, &lo, &hi)    the int4 block at p (32 weights) as floats:
  *                            weights 0..15 in lo, 16..31 in hi
  *   aload(f), astore(f, v)   16 floats from / to memory
+ *   apin(&v)                 v stays in registers: GCC would otherwise fold
+ *                            the load of v into every fma that uses it, and
+ *                            load it once per token
  *   QUANT_TT4                tokens per pass over a block of int4 rows
  *   ascale(g, s, acc)        lane j: acc[j] = fma(g[j], s, acc[j])
  *   afold(acc)               the 16 lanes folded in halves (8, 4, 2, 1)
@@ -223,8 +226,10 @@ grp_tile4(const struct wmat *w, const float *f, int r, const float *xs, int ldx,
 			gs[i][j] = azero();
 		for (int c = g * G; c < (g + 1) * G; c += 16) {
 			A wv[4];
-			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
 				wv[i] = aload(f + (size_t)i * n + c);
+				apin(&wv[i]);
+			}
 			_Pragma("GCC unroll 4") for (int j = 0; j < tt; j++) {
 				const float *x = xs + (size_t)(t + j) * ldx + c;
 				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
