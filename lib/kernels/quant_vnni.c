@@ -211,25 +211,65 @@ void matvec_q8a_vnni(const struct wmat *w, const struct q8act *a, float *y,
 
 /* ---- several tokens at once (prefill) ----
  *
- * A tile of R rows times TT tokens: each 64-column chunk of a row's weights
- * is loaded and made unsigned once and multiplied by the TT tokens' codes,
- * and the R x TT sums stay in registers. Both weight types go in as
- * unsigned bytes, with the correction that makes the integer sum exact as
- * the accumulator vpdpbusd starts from: int4 the nibble u = q + 8 and
- * -8 sum(x), int8 u = w + 128 (w with its top bit flipped) and -128 sum(x).
- * Each token's corrections and block scales are worked out once per panel
- * of rows (struct tok, about PANEL_BYTES of weights, read from L2 for each
- * group of tokens). Each (row, token) then gets the integer sums, the scale
- * products and the fmas of matvec's order, in column order, so the bits
- * are those of lib/kernels/quant.h whatever T. */
+ * A tile of R rows times TT tokens: the R x TT sums stay in registers while
+ * each 64-column chunk of the rows is multiplied by the TT tokens' codes.
+ * Both weight types go in as unsigned bytes, with the correction that makes
+ * the integer sum exact as the accumulator vpdpbusd starts from: int4 the
+ * nibble u = q + 8 and -8 sum(x), int8 u = w + 128 (w with its top bit
+ * flipped) and -128 sum(x). Rows go in panels of about PANEL_BYTES of
+ * prepared chunks (struct wchunk: the unsigned bytes, and the group scales
+ * as a vector), made once per panel, so that the unpacking is paid once
+ * for all T tokens, not once per tile. Each token's corrections and block
+ * scales are worked out once per panel too (struct tok). Each (row, token)
+ * then gets the integer sums, the scale products and the fmas of matvec's
+ * order, in column order, so the bits are those of lib/kernels/quant.h
+ * whatever T. */
 
-#define PANEL_BYTES (256 * 1024)
+#define PANEL_BYTES (192 * 1024)
+
+/* One row's part of one chunk, shared by every token. */
+struct wchunk {
+	__m512i u;       /* the weights as unsigned bytes (0 beyond n) */
+	__m512 ws;       /* grp: the group scales of its two blocks (0 for a
+			  * missing second block) */
+};
 
 /* One token's part of one chunk, shared by every row. */
 struct tok {
 	__m512i corr;    /* -8 or -128 times the sum of each 4 codes */
 	__m512 xs;       /* block scales: lanes 0-7 first block, 8-15 second */
 };
+
+/* Row r's chunk at column c; the last chunk of a row reads its weights
+ * masked. */
+static inline __attribute__((always_inline)) struct wchunk
+wchunk_make(const struct wmat *w, int r, int c, const int q4, const int grp, int il)
+{
+	struct wchunk k;
+	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
+	int left = n - c, two = left > Q8A_BLOCK;
+	const uint8_t *p = (const uint8_t *)w->data +
+			   (q4 ? (size_t)r * (size_t)n / 2 + (size_t)c / 2
+			       : wmat_row_at(r, n, il) + (il ? wmat_il_col(c) : (size_t)c));
+	if (q4) {
+		__m256i b = left >= 64 ? _mm256_loadu_si256((const __m256i *)p)
+			: _mm256_maskz_loadu_epi8(two ? 0xffffffffu : 0xffffu, p);
+		k.u = q4_nibbles(b);
+	} else {
+		__m512i v = left >= 64 ? _mm512_loadu_si512(p)
+			: _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1, p);
+		k.u = _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
+	}
+	k.ws = _mm512_setzero_ps();
+	if (grp) {
+		const float *s = w->scales + (size_t)r * ng;
+		int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
+		k.ws = left >= 64 ? q4_scales(s, c, G)
+			: _mm512_insertf32x8(_mm512_set1_ps(s[g0]),
+					     _mm256_set1_ps(two ? s[g1] : 0.0f), 1);
+	}
+	return k;
+}
 
 /* Token a's part of the chunk at column c; the last chunk of a row reads
  * its codes masked (beyond n they are zero, so they add nothing whatever
@@ -255,77 +295,40 @@ tok_make(const struct q8act *a, int c, int n, const int q4)
 	return k;
 }
 
-/* The chunk at column c of a tile (see tile): the R rows' weights made
- * unsigned (and for int4 their group scales), then every token's integer
- * sums, scale products and fmas; full: the chunk has all 64 columns, else
- * it is the last of the row, read masked. */
+/* Rows r .. r + R - 1 (their chunks at wk, nc per row) times tokens t ..
+ * t + TT - 1 (R, TT <= 4, constants where this is inlined); tk[j * nc + k]:
+ * token t + j's part of chunk k. The codes beyond n are zero in every
+ * token, so the last chunk needs no mask here. */
 static inline __attribute__((always_inline)) void
-tile_step(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
-	  const uint8_t *const *p, const float *const *s, int c, int t, size_t ahead,
-	  int pf, const int q4, const int grp, int il, const int R, const int TT,
-	  const int full, __m512 acc[4][4])
+tile(const struct wmat *w, const struct q8act *a, const struct tok *tk,
+     const struct wchunk *wk, int nc, float *y, int ldy, int r, int t, const int grp,
+     const int R, const int TT)
 {
-	int n = w->cols, G = grp ? w->group_size : 1;
-	int left = n - c, two = left > Q8A_BLOCK;
-	__mmask64 m = full ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;
-	size_t o = q4 ? (size_t)c / 2 : il ? wmat_il_col(c) : (size_t)c;
-	__m512i u[4];
-	__m512 ws[4];
-	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
-		if (pf && (!q4 || o % 64 == 0))
-			prefetch_at(p[i] + o, ahead);
-		if (grp) {
-			int g0 = c / G, g1 = (c + Q8A_BLOCK) / G;
-			ws[i] = full ? q4_scales(s[i], c, G)
-				: _mm512_insertf32x8(_mm512_set1_ps(s[i][g0]),
-						     _mm256_set1_ps(two ? s[i][g1] : 0.0f), 1);
-		}
-		if (q4) {
-			__m256i b = full ? _mm256_loadu_si256((const __m256i *)(p[i] + o))
-				: _mm256_maskz_loadu_epi8(two ? 0xffffffffu : 0xffffu, p[i] + o);
-			u[i] = q4_nibbles(b);
-		} else {
-			__m512i v = full ? _mm512_loadu_si512(p[i] + o)
-				: _mm512_maskz_loadu_epi8(m, p[i] + o);
-			u[i] = _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
-		}
-	}
-	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++) {
-		const struct tok *k = &tk[j * nc + c / 64];
-		__m512i xq = full ? _mm512_loadu_si512(a[t + j].q + c)
-			: _mm512_maskz_loadu_epi8(m, a[t + j].q + c);
-		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
-			__m512i d = _mm512_dpbusd_epi32(k->corr, u[i], xq);
-			__m512 sc = grp ? _mm512_mul_ps(k->xs, ws[i]) : k->xs;
-			acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[i][j]);
-		}
-	}
-}
-
-/* Rows r .. r + R - 1 times tokens t .. t + TT - 1 (R, TT <= 4, constants
- * where this is inlined); tk[j * nc + k]: token t + j's part of chunk k;
- * pf: prefetch the rows of a later block. */
-static inline __attribute__((always_inline)) void
-tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
-     float *y, int ldy, int r, int t, size_t ahead, int pf, const int q4,
-     const int grp, int il, const int R, const int TT)
-{
-	int n = w->cols, G = grp ? w->group_size : 1, ng = n / G;
-	const uint8_t *p[4];
-	const float *s[4];
+	int n = w->cols;
 	__m512 acc[4][4];
-	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
-		p[i] = (const uint8_t *)w->data + (q4 ? (size_t)(r + i) * (size_t)n / 2
-						      : wmat_row_at(r + i, n, il));
-		s[i] = w->scales + (size_t)(r + i) * ng;
-		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
-			acc[i][j] = _mm512_setzero_ps();
+	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
+	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
+		acc[i][j] = _mm512_setzero_ps();
+	for (int c = 0; c < nc; c++) {
+		__m512i u[4];
+		__m512 ws[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+			u[i] = wk[(size_t)i * nc + c].u;
+			ws[i] = wk[(size_t)i * nc + c].ws;
+		}
+		_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++) {
+			const struct tok *k = &tk[j * nc + c];
+			int left = n - 64 * c;
+			__m512i xq = left >= 64 ? _mm512_loadu_si512(a[t + j].q + 64 * c)
+				: _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1,
+							  a[t + j].q + 64 * c);
+			_Pragma("GCC unroll 4") for (int i = 0; i < R; i++) {
+				__m512i d = _mm512_dpbusd_epi32(k->corr, u[i], xq);
+				__m512 sc = grp ? _mm512_mul_ps(k->xs, ws[i]) : k->xs;
+				acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[i][j]);
+			}
+		}
 	}
-	int c = 0;
-	for (; c + 64 <= n; c += 64)
-		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, il, R, TT, 1, acc);
-	if (c < n)
-		tile_step(w, a, tk, nc, p, s, c, t, ahead, pf, q4, grp, il, R, TT, 0, acc);
 	_Pragma("GCC unroll 4") for (int j = 0; j < TT; j++)
 	_Pragma("GCC unroll 4") for (int i = 0; i < R; i++)
 		y[(size_t)(t + j) * ldy + r + i] =
@@ -334,21 +337,23 @@ tile(const struct wmat *w, const struct q8act *a, const struct tok *tk, int nc,
 			(grp ? 1.0f : w->scales[r + i]);
 }
 
-/* Panels of about PANEL_BYTES of rows; in each, four tokens at a time (then
- * the rest one at a time) through the panel's blocks of four rows (then its
- * rows left over one at a time). */
+/* Panels of about PANEL_BYTES of prepared chunks; in each, four tokens at
+ * a time (then the rest one at a time) through the panel's blocks of four
+ * rows (then its rows left over one at a time). */
 static inline __attribute__((always_inline)) void
 matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8act *a,
        int T, const int q4, const int grp, int il)
 {
 	int n = w->cols, nc = (n + 63) / 64;
-	size_t rb = q4 ? (size_t)n / 2 : (size_t)n;
-	size_t ahead = prefetch_ahead(4 * rb);
-	int panel = (int)(PANEL_BYTES / rb) / 4 * 4;
+	int panel = (int)(PANEL_BYTES / (sizeof(struct wchunk) * (size_t)nc)) / 4 * 4;
 	panel = panel < 4 ? 4 : panel;
 	struct tok tk[4 * nc];
+	struct wchunk wk[(size_t)panel * nc];
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int r = p0; r < p1; r++)
+			for (int k = 0; k < nc; k++)
+				wk[(size_t)(r - p0) * nc + k] = wchunk_make(w, r, 64 * k, q4, grp, il);
 		for (int t = 0; t < T; t += 4) {
 			int tt = T - t < 4 ? T - t : 4;
 			for (int j = 0; j < tt; j++)
@@ -356,20 +361,22 @@ matmul(const struct wmat *w, float *y, int ldy, int r0, int r1, const struct q8a
 					tk[j * nc + k] = tok_make(&a[t + j], 64 * k, n, q4);
 			int r = p0;
 			for (; r + 4 <= p1; r += 4) {
+				const struct wchunk *wr = wk + (size_t)(r - p0) * nc;
 				if (tt == 4) {
-					tile(w, a, tk, nc, y, ldy, r, t, ahead, t == 0, q4, grp, il, 4, 4);
+					tile(w, a, tk, wr, nc, y, ldy, r, t, grp, 4, 4);
 					continue;
 				}
 				for (int j = 0; j < tt; j++)
-					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, il, 4, 1);
+					tile(w, a, tk + j * nc, wr, nc, y, ldy, r, t + j, grp, 4, 1);
 			}
 			for (; r < p1; r++) {
+				const struct wchunk *wr = wk + (size_t)(r - p0) * nc;
 				if (tt == 4) {
-					tile(w, a, tk, nc, y, ldy, r, t, ahead, 0, q4, grp, il, 1, 4);
+					tile(w, a, tk, wr, nc, y, ldy, r, t, grp, 1, 4);
 					continue;
 				}
 				for (int j = 0; j < tt; j++)
-					tile(w, a, tk + j * nc, nc, y, ldy, r, t + j, ahead, 0, q4, grp, il, 1, 1);
+					tile(w, a, tk + j * nc, wr, nc, y, ldy, r, t + j, grp, 1, 1);
 			}
 		}
 	}
