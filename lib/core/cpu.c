@@ -89,3 +89,15 @@ int cpu_cores(void)
 	}
 	return n > 0 ? n : 1;
 }
+
+int cpu_is_amd(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0, &a, &b, &c, &d))
+		return 0;
+	char v[12];
+	memcpy(v, &b, 4);
+	memcpy(v + 4, &d, 4);
+	memcpy(v + 8, &c, 4);
+	return memcmp(v, "AuthenticAMD", 12) == 0;
+}

@@ -30,4 +30,7 @@ const char *cpu_level_name(enum cpu_level l);
  * CPUs divided by the threads per core that CPUID reports. */
 int cpu_cores(void);
 
+/* Whether the processor is AMD's (CPUID vendor "AuthenticAMD"). */
+int cpu_is_amd(void);
+
 #endif
