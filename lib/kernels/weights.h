@@ -31,7 +31,9 @@
  * streams cols apart: with both cores streaming, four streams reached a
  * quarter less bandwidth per core than one (docs/performance.md). Element
  * (r, c) is at wmat_row_at(r, cols, 1) + wmat_il_col(c). Models set it
- * when they own their weights (copied or widened, not mapped).
+ * when they own their weights (copied or widened, not mapped) on AMD
+ * processors (model_interleave, lib/model/model.h: on Intel's, four
+ * row-major streams measured faster).
  */
 #ifndef WEIGHTS_H
 #define WEIGHTS_H
