@@ -297,8 +297,9 @@ tok_make(const struct q8act *a, int c, int n, const int q4)
 
 /* Rows r .. r + R - 1 (their chunks at wk, nc per row) times tokens t ..
  * t + TT - 1 (R, TT <= 4, constants where this is inlined); tk[j * nc + k]:
- * token t + j's part of chunk k. The codes beyond n are zero in every
- * token, so the last chunk needs no mask here. */
+ * token t + j's part of chunk k. The last chunk of a row reads the
+ * tokens' codes masked: they are padded only to Q8A_BLOCK, so a whole
+ * 64-byte load could pass the end of the buffer. */
 static inline __attribute__((always_inline)) void
 tile(const struct wmat *w, const struct q8act *a, const struct tok *tk,
      const struct wchunk *wk, int nc, float *y, int ldy, int r, int t, const int grp,
