@@ -7,17 +7,14 @@
  * DRAM. For each storage: the best and the median of REPS passes, in
  * milliseconds, and the effective bandwidth (bytes of weights and scales
  * read / best time) as a fraction of the single-thread read bandwidth
- * (bench/harness/membw.h, measured in the same run). The int8 VNNI
- * kernel with int8 activations is timed too when the CPU has it.
+ * (bench/harness/membw.h, measured in the same run): with float inputs
+ * (the exact mode) and with int8 activations on the tiled layout
+ * (lib/kernels/qtile.h), the input quantized inside the timing.
  *
- * With VNNI, prefill too: a batch of PREFILL_T inputs through the
- * intermediate x hidden matrix (a layer's gate projection) stored as int8
- * and as int4, with int8 activations, two ways alternating in each
- * repetition: the tiled batch kernel (quant_matmul_q8a) and one
- * matrix-vector product per input (quant_matvec_q8a, the batch path before
- * the tiles), the inputs quantized inside both; the ratio of the medians.
- * Both give the same bits, which is checked here. One JSON line on stdout;
- * asserts nothing else.
+ * Prefill too: PREFILL_T inputs through the intermediate x hidden matrix
+ * (a layer's gate projection, in cache) as int8 and int4 tiles with int8
+ * activations, in G multiply-adds per second. One JSON line on stdout;
+ * asserts nothing.
  *
  *   make bench        (appends the line to bench/results.jsonl)
  */
@@ -25,6 +22,7 @@
 #include "format/config.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul.h"
+#include "kernels/qtile.h"
 #include "kernels/quant.h"
 #include "harness/membw.h"
 #include "core/timing.h"
@@ -73,77 +71,60 @@ static void report(const char *name, struct spread t, size_t bytes, double bw, i
 	       gbs / bw, last ? "" : ",");
 }
 
-/* PREFILL_T inputs x[t * cols] through w with int8 activations: the tiled
- * batch kernel (tiled) or one matrix-vector product per input. */
-static void prefill_pass(const struct wmat *w, const float *x, struct q8act *a,
-			 float *y, int tiled)
+
+/* w (row-major) tiled, in memory the caller frees. */
+static struct wmat tiled(const struct wmat *w)
 {
-	for (int t = 0; t < PREFILL_T; t++)
-		q8a_quantize(x + (size_t)t * w->cols, w->cols, &a[t]);
-	if (tiled) {
-		quant_matmul_q8a(CPU_AVX512, w, y, w->rows, 0, w->rows, a, PREFILL_T);
-		return;
+	struct wmat t;
+	void *d = aligned_alloc(64, qtile_bytes(w->type, w->rows, w->cols, qtile_scales_for(w)));
+	qtile_pack(w, d, &t);
+	return t;
+}
+
+/* T inputs through w (tiled) with int8 activations, quantized inside. */
+static struct spread time_a8(enum cpu_level lv, const struct wmat *w, const float *x,
+			     struct q8act *a, float *y, int T)
+{
+	double t[REPS];
+	for (int r = 0; r < REPS; r++) {
+		double t0 = time_now();
+		for (int i = 0; i < T; i++)
+			q8a_quantize(lv, x + (size_t)i * w->cols, w->cols, &a[i]);
+		qtile_matmul(lv, w, y, w->rows, 0, w->rows, a, T);
+		t[r] = time_now() - t0;
 	}
-	for (int t = 0; t < PREFILL_T; t++)
-		quant_matvec_q8a(1, w, &a[t], y + (size_t)t * w->rows, 0, w->rows);
+	return summarize(t);
 }
 
 /* The prefill part of the record (see the top): "prefill_int8act":{...}. */
-static int prefill(const struct model_config *c, const struct wmat *src_all)
+static void prefill(enum cpu_level lv, const struct model_config *c, const struct wmat *src_all)
 {
 	int rows = c->intermediate_size, cols = c->hidden_size;
-	/* The first rows of the big bf16 matrix, as a matrix of this shape. */
-	struct wmat src = *src_all;
+	struct wmat src = *src_all;  /* the first rows of the big bf16 matrix */
 	src.rows = rows;
 	float *x = malloc(sizeof(float) * (size_t)PREFILL_T * cols);
-	float *y[2] = { malloc(sizeof(float) * (size_t)PREFILL_T * rows),
-			malloc(sizeof(float) * (size_t)PREFILL_T * rows) };
-	int np = q8a_padded(cols);
-	int8_t *aq = malloc((size_t)np * PREFILL_T);
-	float *as = malloc(sizeof(float) * (size_t)(np / Q8A_BLOCK) * PREFILL_T);
-	struct q8act a[PREFILL_T];
-	for (int t = 0; t < PREFILL_T; t++)
-		a[t] = (struct q8act){ .q = aq + (size_t)t * np, .scales = as + (size_t)t * (np / Q8A_BLOCK) };
+	float *y = malloc(sizeof(float) * (size_t)PREFILL_T * rows);
+	struct q8act *a = q8a_alloc(cols, PREFILL_T);
 	for (size_t i = 0; i < (size_t)PREFILL_T * cols; i++)
 		x[i] = frand() * 20;
 	printf(",\"prefill_int8act\":{\"matrix\":[%d,%d],\"tokens\":%d", rows, cols, PREFILL_T);
 	for (int q = 0; q < 2; q++) {
 		struct wmat w = { .type = q ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				  .group_size = q ? 32 : 0 };
-		size_t db = q ? q4_data_bytes(rows, cols) : q8_data_bytes(rows, cols);
-		void *d = aligned_alloc(64, (db + 63) / 64 * 64);
-		float *sc = malloc(sizeof(float) * (q ? q4_nscales(rows, cols, 32) : (size_t)rows));
+		void *d = aligned_alloc(64, (q8_data_bytes(rows, cols) + 63) / 64 * 64);
+		float *sc = malloc(sizeof(float) * q4_nscales(rows, cols, 32));
 		quant_matrix(&src, w.type, w.group_size, 0, d, sc);
 		w.data = d;
 		w.scales = sc;
-		double t[2][REPS];
-		for (int r = 0; r < REPS; r++)
-			for (int k = 0; k < 2; k++) {
-				double t0 = time_now();
-				prefill_pass(&w, x, a, y[k], k);
-				t[k][r] = time_now() - t0;
-			}
-		struct spread one = summarize(t[0]), tiled = summarize(t[1]);
-		int same = !memcmp(y[0], y[1], sizeof(float) * (size_t)PREFILL_T * rows);
-		printf(",\"%s\":{\"tiled_ms\":{\"median\":%.3f,\"min\":%.3f},"
-		       "\"per_token_ms\":{\"median\":%.3f,\"min\":%.3f},\"speedup\":%.2f,"
-		       "\"same_bits\":%s}", q ? "int4" : "int8", tiled.median * 1e3,
-		       tiled.min * 1e3, one.median * 1e3, one.min * 1e3,
-		       one.median / tiled.median, same ? "true" : "false");
-		free(d);
-		free(sc);
-		if (!same) {
-			fprintf(stderr, "quant: the tiled int8-activation kernel changed the bits\n");
-			return -1;
-		}
+		struct wmat t = tiled(&w);
+		struct spread tm = time_a8(lv, &t, x, a, y, PREFILL_T);
+		double macs = (double)rows * cols * PREFILL_T;
+		printf(",\"%s\":{\"median_ms\":%.3f,\"min_ms\":%.3f,\"gmacs\":%.1f}",
+		       q ? "int4" : "int8", tm.median * 1e3, tm.min * 1e3, macs / tm.min / 1e9);
+		free(d), free(sc), free((void *)t.data);
 	}
 	printf("}");
-	free(x);
-	free(y[0]);
-	free(y[1]);
-	free(aq);
-	free(as);
-	return 0;
+	free(x), free(y), free(a);
 }
 
 int main(void)
@@ -191,21 +172,14 @@ int main(void)
 	       "\"read_gb_s\":%.2f,", rows, cols, cpu_level_name(k->level), bw);
 	report("bf16", tb, wmat_bytes(&bf), bw, 0);
 	report("int8", t8, wmat_bytes(&q8), bw, 0);
-	report("int4", t4, wmat_bytes(&q4), bw, !quant_has_vnni());
-	if (quant_has_vnni()) {
-		int np = q8a_padded(cols);
-		struct q8act a = { .q = malloc((size_t)np), .scales = malloc(sizeof(float) * (np / Q8A_BLOCK)) };
-		double t[REPS];
-		for (int r = 0; r < REPS; r++) {
-			double t0 = time_now();
-			q8a_quantize(x, cols, &a);
-			quant_matvec_q8a(1, &q8, &a, y, 0, rows);
-			t[r] = time_now() - t0;
-		}
-		report("int8_vnni_int8act", summarize(t), wmat_bytes(&q8), bw, 1);
-		if (prefill(&c, &bf) < 0)
-			return 1;
-	}
+	report("int4", t4, wmat_bytes(&q4), bw, 0);
+	struct q8act *a = q8a_alloc(cols, 1);
+	struct wmat t8w = tiled(&q8), t4w = tiled(&q4);
+	report("int8_int8act", time_a8(k->level, &t8w, x, a, y, 1), wmat_bytes(&t8w), bw, 0);
+	report("int4_int8act", time_a8(k->level, &t4w, x, a, y, 1), wmat_bytes(&t4w), bw, 1);
+	printf(",\"int8act_kernel\":\"%s\"", k->level == CPU_AVX512 && quant_has_vnni()
+	       ? "vnni" : k->level >= CPU_AVX2 ? "avx2" : "scalar");
+	prefill(k->level, &c, &bf);
 	printf("}\n");
 	return 0;
 }

@@ -86,17 +86,17 @@ two() {
 	assert_output '[["kernel",2],["llama",4],["membw",2],["model",4],["vs_llama",4]]'
 	run -0 jq -r 'select(.bench == "model") | [.precision, .int8_activations, .threads,
 		(.prefill_tok_s.median > 0), (.decode_tok_s.median > 0)] | @tsv' "$REC"
-	assert_output "$(printf 'bf16\tfalse\t1\ttrue\ttrue\nint8\tfalse\t1\ttrue\ttrue\nbf16\tfalse\t2\ttrue\ttrue\nint8\tfalse\t2\ttrue\ttrue')"
+	assert_output "$(printf 'bf16\tfalse\t1\ttrue\ttrue\nint8\ttrue\t1\ttrue\ttrue\nbf16\tfalse\t2\ttrue\ttrue\nint8\ttrue\t2\ttrue\ttrue')"
 }
 
-@test "--int8-activations: the +a8 twin pairs with its container's GGUF file" {
+@test "--f32-activations: the +f32 twin pairs with its container's GGUF file" {
 	q8
-	run -0 bench "$TINY" "$Q8" --int8-activations --llama-bench "$STUB" --gguf "$A" \
+	run -0 bench "$TINY" "$Q8" --f32-activations --llama-bench "$STUB" --gguf "$A" \
 		--gguf "$B" --reps 1 --tokens 2 --prompt 4 --threads 1 --membw-mib 16 --no-sgemm \
 		--no-record -o jsonl
 	run -0 jq -r 'select(.bench == "vs_llama") | [.name, .int8_activations,
 		(.gguf | split("/") | last)] | @tsv' <<<"$output"
-	assert_output "$(printf 'shakespeare-tiny bf16\tfalse\ta.gguf\ntiny.q8 int8\tfalse\tb.gguf\ntiny.q8 int8+a8\ttrue\tb.gguf')"
+	assert_output "$(printf 'shakespeare-tiny bf16\tfalse\ta.gguf\ntiny.q8 int8\ttrue\tb.gguf\ntiny.q8 int8+f32\tfalse\tb.gguf')"
 }
 
 @test "-o md: a table of both engines, ratios and wins" {

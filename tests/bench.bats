@@ -213,20 +213,25 @@ quick() {
 		"$d/t.f16.gguf" "$d/t.q8_0.gguf" "$d/t.f16.gguf"
 	run -0 jq -r 'select(.bench == "kernel") | .precision' "$REC"
 	assert_output "$(printf 'f16\nint8 (groups)')"
-	# bytes per token: 2 a weight (f16); 1 a weight and a 4-byte scale per
-	# 32 (Q8_0 repacked as int8 in groups), every matrix, the embedding tied
+	# bytes per token: 2 a weight (f16); 1 a weight and the file's 2-byte
+	# half scale per 32 (Q8_0 tiled for int8 activations, the scales kept
+	# as halves: lib/kernels/qtile.h), every matrix, the embedding tied
 	w=$(st-inspect --json "$TINY" | jq '[.tensors[] | select(.shape | length == 2)
 		| .shape[0] * .shape[1]] | add')
 	run -0 jq -r 'select(.bench == "model") | [.precision, .bytes_per_token] | @tsv' "$REC"
-	assert_output "$(printf 'f16\t%d\nint8\t%d\nf16\t%d' $((2 * w)) $((w + w / 8)) $((2 * w)))"
+	assert_output "$(printf 'f16\t%d\nint8\t%d\nf16\t%d' $((2 * w)) $((w + w / 16)) $((2 * w)))"
 }
 
-@test "--int8-activations: each container once more, with int8 activations, named +a8" {
+@test "a container runs with int8 activations; --f32-activations adds its exact twin, named +f32" {
 	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q8" --level int8 2>/dev/null
-	run -0 quick -o jsonl --no-sgemm --int8-activations "$BATS_TEST_TMPDIR/t.q8"
+	run -0 quick -o jsonl --no-sgemm --f32-activations "$BATS_TEST_TMPDIR/t.q8"
 	run -0 jq -r 'select(.bench != "membw") | [.bench, .precision, .name // "-",
 		(.int8_activations | tostring)] | @tsv' <<<"$output"
-	assert_output "$(printf 'kernel\tint8\t-\tnull\nkernel\tint8+a8\t-\tnull\nmodel\tint8\tt.q8 int8\tfalse\nmodel\tint8\tt.q8 int8+a8\ttrue')"
-	run -2 quick --int8-activations "$TINY"
-	assert_line -n 0 "bench: --int8-activations: no int8 or int4 container among the models (quantize one, or --synthetic)"
+	assert_output "$(printf 'kernel\tint8\t-\tnull\nkernel\tint8+f32\t-\tnull\nmodel\tint8\tt.q8 int8\ttrue\nmodel\tint8\tt.q8 int8+f32\tfalse')"
+	# --int8-activations, the default, adds nothing (scripts still say it)
+	run -0 quick -o jsonl --no-sgemm --int8-activations "$BATS_TEST_TMPDIR/t.q8"
+	run -0 jq -r 'select(.bench == "model") | [.name, .int8_activations] | @tsv' <<<"$output"
+	assert_output "$(printf 't.q8 int8\ttrue')"
+	run -2 quick --f32-activations "$TINY"
+	assert_line -n 0 "bench: --f32-activations: no int8 or int4 container or GGUF file among the models (quantize one, or --synthetic)"
 }

@@ -235,9 +235,24 @@ other_logits_same_bits() {
 	run -1 cmp -s "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/float"
 }
 
-@test "--int8-activations: other logits, the same bits for any threads and SIMD level" {
+@test "--f32-activations: other logits, the same bits for any threads and SIMD level" {
 	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q4" --level int4 --embeddings 2>/dev/null
-	other_logits_same_bits "$BATS_TEST_TMPDIR/t.q4" --int8-activations
+	other_logits_same_bits "$BATS_TEST_TMPDIR/t.q4" --f32-activations
+}
+
+@test "int8 activations are the default of an int model: --int8-activations changes no bit" {
+	quantize "$TINY" -o "$BATS_TEST_TMPDIR/t.q4" --level int4 --embeddings 2>/dev/null
+	ids="$BATS_TEST_TMPDIR/ids"
+	jq -r '.ids | join(" ")' "$GOLDEN/shakespeare-tiny/citizen.json" > "$ids"
+	forward "$BATS_TEST_TMPDIR/t.q4" --score --all < "$ids" > "$BATS_TEST_TMPDIR/d"
+	forward "$BATS_TEST_TMPDIR/t.q4" --score --all --int8-activations < "$ids" > "$BATS_TEST_TMPDIR/a"
+	QWENPIPE_SIMD=avx2 forward "$BATS_TEST_TMPDIR/t.q4" --score --all --threads 1 < "$ids" > "$BATS_TEST_TMPDIR/v"
+	cmp "$BATS_TEST_TMPDIR/d" "$BATS_TEST_TMPDIR/a"
+	cmp "$BATS_TEST_TMPDIR/d" "$BATS_TEST_TMPDIR/v"
+	run -0 bash -c "forward '$BATS_TEST_TMPDIR/t.q4' --score -v < '$ids' 2>&1 >/dev/null"
+	assert_output --regexp "int8 activations \((VNNI|AVX2|scalar)\)"
+	run -2 bash -c "echo 1 | forward '$BATS_TEST_TMPDIR/t.q4' --int8-activations --f32-activations"
+	assert_line --index 0 "forward: --int8-activations and --f32-activations: pick one"
 }
 
 @test "--bf16-activations: a model with no bf16 weights is a usage error" {

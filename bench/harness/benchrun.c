@@ -8,6 +8,7 @@
 #include <time.h>
 #include "core/bf16.h"
 #include "kernels/matmul.h"
+#include "kernels/qtile.h"
 #include "kernels/quant.h"
 #include "core/rng.h"
 
@@ -21,7 +22,8 @@ static const char *precision_of(const struct wmat *w)
 int bench_open(struct bench_contender *c, struct err *e)
 {
 	double t0 = time_now();
-	if (model_load(&c->m, c->path, &c->mo, e) < 0)
+	if (model_load(&c->m, c->path, &c->mo, e) < 0 ||
+	    (c->act8 = forward_act8_prepare(&c->m, c->f32act, e)) < 0)
 		return -1;
 	c->open_s = time_now() - t0;
 	/* The layers' matrices say the precision (an int4 container keeps its
@@ -183,15 +185,16 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, i
 		     int b16act, int rows, int cols, int reps, struct spread *gbs,
 		     struct err *e)
 {
-	size_t n = (size_t)rows * cols, np = (size_t)q8a_padded(cols);
+	size_t n = (size_t)rows * cols;
 	float *wf = malloc(n * sizeof *wf), *x = malloc((size_t)cols * sizeof *x);
 	float *y = malloc((size_t)rows * sizeof *y), *scales = malloc(n / 8 + 64);
 	uint16_t *xb = malloc((size_t)cols * sizeof *xb);
 	void *data = malloc(n * 4);
 	double *t = malloc((size_t)reps * sizeof *t);
-	struct q8act xa = { .q = malloc(np), .scales = malloc(np / Q8A_BLOCK * sizeof(float)) };
+	struct q8act *xa = q8a_alloc(cols, 1);
+	void *tiles = NULL;
 	int rc = -1;
-	if (!wf || !x || !y || !scales || !xb || !data || !t || !xa.q || !xa.scales) {
+	if (!wf || !x || !y || !scales || !xb || !data || !t || !xa) {
 		err_set(e, "out of memory for a %dx%d kernel test", rows, cols);
 		goto done;
 	}
@@ -212,14 +215,23 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, i
 							       : f32_to_f16(wf[i]);
 	else
 		quant_matrix(&src, type, w.group_size, 0, data, scales);
-	q8a_quantize(x, cols, &xa);
+	if (act8) {
+		enum qtile_scales ts = qtile_scales_for(&w);
+		tiles = aligned_alloc(64, qtile_bytes(type, rows, cols, ts));
+		if (!tiles) {
+			err_set(e, "out of memory for a %dx%d kernel test", rows, cols);
+			goto done;
+		}
+		qtile_pack(&w, tiles, &w);
+	}
+	q8a_quantize(k->level, x, cols, xa);
 	for (int i = 0; i < cols; i++)
 		xb[i] = f32_to_bf16(x[i]);
 	double bytes = (double)wmat_bytes(&w);
 	for (int i = -1; i < reps; i++) {
 		double t0 = time_now();
 		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = rows, .w = &w, .r0 = 0,
-			.r1 = rows, .x = x, .ldx = cols, .T = 1, .xa = act8 ? &xa : NULL,
+			.r1 = rows, .x = x, .ldx = cols, .T = 1, .xa = act8 ? xa : NULL,
 			.xb = b16act ? xb : NULL });
 		if (i >= 0)
 			t[i] = bytes / (time_now() - t0) / 1e9;
@@ -227,7 +239,7 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, i
 	*gbs = spread_of(t, reps);
 	rc = 0;
 done:
-	free(wf), free(x), free(y), free(scales), free(xb), free(data), free(t), free(xa.q), free(xa.scales);
+	free(wf), free(x), free(y), free(scales), free(xb), free(data), free(t), free(xa), free(tiles);
 	return rc;
 }
 

@@ -43,7 +43,10 @@
 struct bench_contender {
 	const char *path;        /* as given */
 	struct model_opts mo;
-	int act8;                /* run with int8 activations (forward_opts) */
+	int f32act;              /* integer matrices with float32 activations
+				  * (forward --f32-activations) */
+	int act8;                /* bench_open: whether it runs with int8
+				  * activations (forward_act8_prepare) */
 	int b16act;              /* run with bf16 activations (forward_opts) */
 	struct model m;
 	const char *precision;   /* "f32", "bf16", "f16", "int8", "int4" (of the matrices) */

@@ -1,5 +1,6 @@
 /* matmul: see matmul.h. */
 #include "kernels/matmul.h"
+#include "kernels/qtile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 	case WT_Q8:
 	case WT_Q4:
 		if (m->xa)
-			quant_matmul_q8a(k->level, w, m->y, m->ldy, m->r0, m->r1, m->xa, m->T);
+			qtile_matmul(k->level, w, m->y, m->ldy, m->r0, m->r1, m->xa, m->T);
 		else
 			quant_matmul(k->level, w, m->y, m->ldy, m->r0, m->r1, m->x, m->ldx,
 				     m->T);

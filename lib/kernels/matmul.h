@@ -17,9 +17,11 @@
  * T inputs x_t = x + t * ldx. Every output is one canonical dot product
  * (kernels.h, quant.h), so it does not depend on T, on the row range or on
  * the SIMD level. xa: NULL, or the T inputs already quantized to int8 (xa[t]
- * is x_t through q8a_quantize): then an int8 or int4 w multiplies them with
- * the int8-activation kernel (quant_matmul_q8a; x is not read), and float32
- * or bf16 weights ignore xa and multiply x. xb: NULL, or the T inputs
+ * is x_t through q8a_quantize): then an int8 or int4 w, tiled
+ * (lib/kernels/qtile.h), multiplies them with the int8-activation kernel
+ * (qtile_matmul; x is not read), and float32 or bf16 weights ignore xa and
+ * multiply x. An untiled int8 or int4 w multiplies x (quant_matmul, the
+ * exact mode). xb: NULL, or the T inputs
  * rounded to bf16 (f32_to_bf16), cols apart: then a bf16 w multiplies them
  * with matmul_b16 (dot_b16 in kernels.h; x is not read), and other weights
  * ignore xb. */

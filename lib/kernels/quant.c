@@ -3,8 +3,10 @@
 #include "kernels/quant.h"
 #include "kernels/quant_isa.h"
 #include "kernels/kernels.h"
+#include "kernels/qtile.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- schemes ---- */
@@ -106,6 +108,8 @@ size_t q4_nscales(int rows, int cols, int group)
 size_t wmat_bytes(const struct wmat *w)
 {
 	size_t n = (size_t)w->rows * (size_t)w->cols;
+	if (w->tiled)
+		return qtile_bytes(w->type, w->rows, w->cols, (enum qtile_scales)(w->tiled - 1));
 	switch (w->type) {
 	case WT_F32: return n * 4;
 	case WT_BF16:
@@ -120,7 +124,7 @@ size_t wmat_bytes(const struct wmat *w)
 
 void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
 {
-	if (w->type == WT_Q8) {
+	if (w->type == WT_Q8 || w->tiled) {
 		for (int c = c0; c < c1; c++)
 			out[c - c0] = quant_scale(w, r, c) * (float)quant_code(w, r, c);
 		return;
@@ -217,12 +221,33 @@ int q8a_padded(int n)
 	return (n + Q8A_BLOCK - 1) / Q8A_BLOCK * Q8A_BLOCK;
 }
 
-void q8a_quantize(const float *x, int n, struct q8act *a)
+struct q8act *q8a_alloc(int n, int T)
 {
-	if (quant_has_vnni())
+	size_t np = (size_t)q8a_padded(n), nb = np / Q8A_BLOCK;
+	size_t per = nb * (sizeof(float) + sizeof(int32_t)) + np;
+	struct q8act *a = malloc(sizeof *a * (size_t)T + per * (size_t)T);
+	if (!a)
+		return NULL;
+	unsigned char *p = (unsigned char *)(a + T);
+	for (int t = 0; t < T; t++, p += per)
+		a[t] = (struct q8act){ .n = n, .scales = (float *)p,
+				       .sums = (int32_t *)(p + nb * sizeof(float)),
+				       .q = (int8_t *)(p + nb * (sizeof(float) + sizeof(int32_t))) };
+	return a;
+}
+
+void q8a_quantize(enum cpu_level level, const float *x, int n, struct q8act *a)
+{
+	if (level == CPU_AVX512)
 		q8a_quantize_avx512(x, n, a);
 	else
 		q8a_quantize_scalar(x, n, a);
+	for (int b = 0; b < q8a_padded(n) / Q8A_BLOCK; b++) {
+		int32_t sum = 0;
+		for (int i = 0; i < Q8A_BLOCK; i++)
+			sum += a->q[b * Q8A_BLOCK + i];
+		a->sums[b] = sum;
+	}
 }
 
 void q8a_quantize_scalar(const float *x, int n, struct q8act *a)
@@ -233,28 +258,6 @@ void q8a_quantize_scalar(const float *x, int n, struct q8act *a)
 		int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
 		a->scales[b / Q8A_BLOCK] = symmetric(x + b, e - b, 127, a->q + b);
 		memset(a->q + e, 0, (size_t)(b + Q8A_BLOCK - e));
-	}
-}
-
-/* The canonical int8-activation order (quant.h), one code at a time: the
- * integer sum of each 4 columns, then its lane's fma. */
-void matvec_q8a_scalar(const struct wmat *w, const struct q8act *a, float *y,
-		       int r0, int r1)
-{
-	int n = w->cols, grouped = wmat_grouped(w);
-	for (int r = r0; r < r1; r++) {
-		float acc[KDOT_LANES] = { 0 };
-		for (int c = 0; c < n; c += 4) {
-			int32_t d = 0;
-			for (int i = c; i < c + 4 && i < n; i++)
-				d += quant_code(w, r, i) * a->q[i];
-			float s = a->scales[c / Q8A_BLOCK];
-			if (grouped)
-				s *= quant_scale(w, r, c);
-			int j = c / 4 % KDOT_LANES;
-			acc[j] = fmaf((float)d, s, acc[j]);
-		}
-		y[r] = kern_sum16(acc) * (grouped ? 1.0f : w->scales[r]);
 	}
 }
 
@@ -278,42 +281,4 @@ void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
 int quant_has_vnni(void)
 {
 	return cpu_detect() == CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
-}
-
-void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
-		      float *y, int r0, int r1)
-{
-	if (vnni)
-		matvec_q8a_vnni(w, a, y, r0, r1);
-	else
-		matvec_q8a_scalar(w, a, y, r0, r1);
-}
-
-/* The weights a tile of quant_matmul_q8a's reference path holds: well
- * inside L2. */
-#define Q8A_TILE_BYTES (64 * 1024)
-
-int quant_q8a_vnni(enum cpu_level level)
-{
-	return level == CPU_AVX512 && quant_has_vnni();
-}
-
-void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		      int r0, int r1, const struct q8act *a, int T)
-{
-	int vnni = quant_q8a_vnni(level);
-	if (vnni && T > 1) {
-		matmul_q8a_vnni(w, y, ldy, r0, r1, a, T);
-		return;
-	}
-	/* Tiles of about Q8A_TILE_BYTES of weights (a multiple of 4 rows), each
-	 * read from memory once and from cache for every t. */
-	size_t row_bytes = w->type == WT_Q4 ? (size_t)w->cols / 2 : (size_t)w->cols;
-	int tile = (int)(Q8A_TILE_BYTES / row_bytes) / 4 * 4;
-	tile = tile < 4 ? 4 : tile;
-	for (int r = r0; r < r1; r += tile) {
-		int e = r1 - r < tile ? r1 : r + tile;
-		for (int t = 0; t < T; t++)
-			quant_matvec_q8a(vnni, w, &a[t], y + (size_t)t * ldy, r, e);
-	}
 }

@@ -52,19 +52,11 @@
  *   int8 in groups (WT_Q8 with a group_size: GGUF's Q8_0, repacked at
  *         load, lib/kernels/weights.h): int4's order on the int8 codes.
  *
- * int8 activations (`--int8-activations`, AVX-512 VNNI): the activation
- * vector is itself quantized, symmetric, in blocks of Q8A_BLOCK = 32 values
- * with one float scale each (scale = max|block| / 127, codes as int8
- * weights), and the dot products run on integers (vpdpbusd), one float
- * multiply per 4 columns. It is faster and less exact. The order, followed
- * by the VNNI kernel and the scalar reference alike (so they are bitwise
- * equal): 16 partial sums start at +0; for c = 0, 4, 8, ... the integer
- * d = sum of q[i] * a.q[i] over columns c .. c + 3 (those < cols) goes
- * into lane j = (c / 4) % 16 as acc[j] = fmaf((float)d, s, acc[j]), with
- * s = a.scales[c / 32] for int8 with a scale per row, and
- * s = a.scales[c / 32] * scale of c's group (rounded to float first) for
- * int4 and int8 in groups; the fold of kern_sum16 gives the sum, times the
- * row's scale for int8 with a scale per row.
+ * int8 activations (the default for these weights, lib/model/forward.h):
+ * the activation vector is itself quantized, symmetric, in blocks of
+ * Q8A_BLOCK = 32 values with one float scale each (scale = max|block| /
+ * 127, codes as int8 weights), and the products run on integers in the
+ * order of lib/kernels/qtile.h, on matrices repacked for it.
  */
 #ifndef QUANT_H
 #define QUANT_H
@@ -128,9 +120,15 @@ static inline int q4_code(const struct wmat *w, int r, int c)
 	return (j < Q4_BLOCK / 2 ? (byte & 15) : (byte >> 4)) - 8;
 }
 
+/* Weight (r, c)'s code and scale in a tiled matrix (lib/kernels/qtile.h). */
+int qtile_code(const struct wmat *w, int r, int c);
+float qtile_scale(const struct wmat *w, int r, int c);
+
 /* The code of weight (r, c) of a WT_Q8 or WT_Q4 matrix. */
 static inline int quant_code(const struct wmat *w, int r, int c)
 {
+	if (w->tiled)
+		return qtile_code(w, r, c);
 	if (w->type == WT_Q4)
 		return q4_code(w, r, c);
 	return ((const int8_t *)w->data)[wmat_at(w, r, c)];
@@ -139,6 +137,8 @@ static inline int quant_code(const struct wmat *w, int r, int c)
 /* The scale of weight (r, c) of a WT_Q8 or WT_Q4 matrix. */
 static inline float quant_scale(const struct wmat *w, int r, int c)
 {
+	if (w->tiled)
+		return qtile_scale(w, r, c);
 	if (!wmat_grouped(w))
 		return w->scales[r];
 	return w->scales[(size_t)r * (size_t)(w->cols / w->group_size) + (size_t)(c / w->group_size)];
@@ -163,42 +163,28 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
 void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
 		  int r0, int r1, const float *x, int ldx, int T);
 
-/* int8 activations: a vector quantized in blocks of Q8A_BLOCK. The caller
- * owns the buffers: q[n_pad], scales[n_pad / Q8A_BLOCK] with n_pad = n
- * rounded up to Q8A_BLOCK (see q8a_padded). */
+/* int8 activations: a vector quantized in blocks of Q8A_BLOCK: codes
+ * q[n_pad] (zero beyond n), scales and code sums, one per block, with
+ * n_pad = n rounded up to Q8A_BLOCK (q8a_padded). */
 struct q8act {
 	int n;           /* logical length */
-	int8_t *q;       /* n_pad codes, zero beyond n */
-	float *scales;   /* one per block */
+	int8_t *q;
+	float *scales;
+	int32_t *sums;   /* the sum of each block's codes */
 };
 
 int q8a_padded(int n);
 
-/* Quantizes x[n] into a (a->q and a->scales must be allocated). */
-void q8a_quantize(const float *x, int n, struct q8act *a);
+/* T vectors of n values, in one allocation (free() it): a[t]'s buffers
+ * follow the array. NULL when out of memory. */
+struct q8act *q8a_alloc(int n, int T);
 
-/* Whether this CPU has the int8-activation kernel (AVX-512 VNNI, with the
- * AVX-512 of cpu_detect()). */
+/* Quantizes x[n] into a (allocated for at least n), with the kernels of
+ * this level (the same bits at every level). */
+void q8a_quantize(enum cpu_level level, const float *x, int n, struct q8act *a);
+
+/* Whether this CPU has AVX-512 VNNI (vpdpbusd), with the AVX-512 of
+ * cpu_detect(). */
 int quant_has_vnni(void);
-
-/* y[r] for r in [r0, r1) from the quantized activations a: w is WT_Q8 or
- * WT_Q4 (group a multiple of Q8A_BLOCK, as every int4 group is). vnni: the
- * VNNI kernel (only where quant_has_vnni()), else the scalar reference;
- * both follow the order above, so they give the same bits. */
-void quant_matvec_q8a(int vnni, const struct wmat *w, const struct q8act *a,
-		      float *y, int r0, int r1);
-
-/* Whether quant_matmul_q8a uses the VNNI kernel at this level: level is
- * CPU_AVX512 and quant_has_vnni(). */
-int quant_q8a_vnni(enum cpu_level level);
-
-/* y[t * ldy + r] for r in [r0, r1) and t < T from the quantized inputs
- * a[t], with quant_matvec_q8a's bits. Where quant_q8a_vnni() and T > 1, a
- * VNNI batch kernel: tiles of four rows by four inputs, each weight loaded
- * once per tile; otherwise quant_matvec_q8a per input, the rows in tiles of
- * about 64 KiB of weights multiplied by every a[t] while in cache. A row's
- * result depends on neither the tiling nor T. */
-void quant_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		      int r0, int r1, const struct q8act *a, int T);
 
 #endif

@@ -71,3 +71,46 @@ static inline float afold(A a)
 }
 
 #include "kernels/quant_simd.h"
+
+/* ---- quantizing the activations ---- */
+
+/* q8a_quantize_scalar's bits, a block of 32 at a time: the same float
+ * division for the scale and for each x / scale, and roundf's half away
+ * from zero as truncation plus one step away from zero where the (exact)
+ * remainder is at least one half. */
+void q8a_quantize_avx512(const float *x, int n, struct q8act *a)
+{
+	int np = q8a_padded(n);
+	a->n = n;
+	const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+	const __m512 lim = _mm512_set1_ps(127.0f);
+	const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+	for (int b = 0; b < np; b += Q8A_BLOCK) {
+		int left = n - b;
+		__mmask16 m0 = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+		__mmask16 m1 = left >= 32 ? 0xffff : left <= 16 ? 0
+			: (__mmask16)((1u << (left - 16)) - 1);
+		__m512 v[2] = { _mm512_maskz_loadu_ps(m0, x + b),
+				_mm512_maskz_loadu_ps(m1, x + b + 16) };
+		__m512 amax = _mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1]));
+		float s = _mm512_reduce_max_ps(amax) / 127.0f;
+		a->scales[b / Q8A_BLOCK] = s;
+		__m512 vs = _mm512_set1_ps(s);
+		for (int h = 0; h < 2; h++) {
+			__m128i q = _mm_setzero_si128();
+			if (s != 0) {
+				__m512 d = _mm512_div_ps(v[h], vs);
+				__m512 t = _mm512_roundscale_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+				__m512 f = _mm512_abs_ps(_mm512_sub_ps(d, t));
+				__mmask16 up = _mm512_cmp_ps_mask(f, half, _CMP_GE_OQ);
+				__m512 step = _mm512_castsi512_ps(_mm512_or_si512(
+					_mm512_castps_si512(one),
+					_mm512_and_si512(_mm512_castps_si512(d), sign)));
+				t = _mm512_mask_add_ps(t, up, t, step);
+				t = _mm512_min_ps(_mm512_max_ps(t, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+				q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t));
+			}
+			_mm_storeu_si128((__m128i *)(a->q + b + 16 * h), q);
+		}
+	}
+}

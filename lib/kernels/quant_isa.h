@@ -12,8 +12,6 @@
 
 typedef void quant_matmul_fn(const struct wmat *w, float *y, int ldy, int r0,
 			     int r1, const float *x, int ldx, int T);
-typedef void quant_q8a_fn(const struct wmat *w, const struct q8act *a,
-			  float *y, int r0, int r1);
 
 quant_matmul_fn q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512;
 /* Group-scaled codes, int4 and int8 (WT_Q8 with a group_size): one scalar
@@ -21,16 +19,10 @@ quant_matmul_fn q8_matmul_scalar, q8_matmul_avx2, q8_matmul_avx512;
 quant_matmul_fn grp_matmul_scalar;
 quant_matmul_fn q4_matmul_avx2, q4_matmul_avx512;
 quant_matmul_fn q8g_matmul_avx2, q8g_matmul_avx512;
-quant_q8a_fn matvec_q8a_scalar, matvec_q8a_vnni;  /* every integer type */
 /* q8a_quantize: the scheme's definition one value at a time, and the same
- * bits 32 values at a time (AVX-512, for the CPUs with the VNNI kernel). */
+ * bits 32 values at a time (AVX-512). */
 void q8a_quantize_scalar(const float *x, int n, struct q8act *a);
 void q8a_quantize_avx512(const float *x, int n, struct q8act *a);
-/* y[t * ldy + r] for r in [r0, r1), t < T, from a[t]: matvec_q8a_vnni's
- * bits, each block of rows multiplied by several tokens at once. */
-void matmul_q8a_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		     const struct q8act *a, int T);
-
 #ifdef __AVX__
 #include <immintrin.h>
 /* The canonical fold's last three halvings (lanes j += j + 4, j + 2, j + 1)

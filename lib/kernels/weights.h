@@ -34,6 +34,10 @@
  * when they own their weights (copied or widened, not mapped) on AMD
  * processors (model_interleave, lib/model/model.h: on Intel's, four
  * row-major streams measured faster).
+ *
+ * Tiled (tiled != 0; WT_Q8 and WT_Q4): the layout of the int8-activation
+ * kernels, rows in tiles of 16, scales inside the tiles, defined in
+ * lib/kernels/qtile.h; scales is NULL then.
  */
 #ifndef WEIGHTS_H
 #define WEIGHTS_H
@@ -51,6 +55,8 @@ struct wmat {
 	const float *scales;  /* WT_Q8, WT_Q4 */
 	int group_size;       /* WT_Q4; WT_Q8 when its scales are per group */
 	int il;               /* rows interleaved (see above) */
+	int tiled;            /* WT_Q8, WT_Q4: 0, or repacked into tiles for the
+			       * int8-activation kernels (lib/kernels/qtile.h) */
 };
 
 #define WMAT_IL_COLS 64

@@ -69,6 +69,18 @@ static int job_has(const struct mm_job *j, enum wtype type)
 	return any;
 }
 
+/* act8: token rows [lo, hi) of the job's inputs quantized (for its
+ * integer matrices), split between the threads by tokens. */
+static void quant_part(void *arg, int i, int n)
+{
+	struct mm_job *j = arg;
+	struct forward *f = j->f;
+	int lo, hi;
+	pool_split(j->T, i, n, 1, &lo, &hi);
+	for (int t = lo; t < hi; t++)
+		q8a_quantize(f->k->level, j->x + (size_t)t * j->ldx, j->mm[0].w->cols, &f->xa[t]);
+}
+
 /* With act8, quantizes the job's inputs once (for its integer matrices),
  * with b16act rounds them to bf16 (for its bf16 matrices), before the rows
  * are split. */
@@ -79,8 +91,10 @@ static void convert_inputs(struct mm_job *j)
 	j->xa = NULL;
 	j->xb = NULL;
 	if (f->act8 && job_has(j, WT_Q8)) {
-		for (int t = 0; t < j->T; t++)
-			q8a_quantize(j->x + (size_t)t * j->ldx, cols, &f->xa[t]);
+		if (j->T > 1)
+			pool_run(f->pool, quant_part, j);
+		else
+			quant_part(j, 0, 1);
 		j->xa = f->xa;
 	}
 	if (f->b16act && job_has(j, WT_BF16)) {
@@ -306,6 +320,12 @@ static int is_bf16(const struct wmat *w)
 	return w->type == WT_BF16;
 }
 
+/* Whether w is an integer matrix tiled for int8 activations. */
+static int is_tiled(const struct wmat *w)
+{
+	return w->tiled != 0;
+}
+
 int forward_has_int_weights(const struct model *m)
 {
 	return any_matrix(m, wmat_is_int);
@@ -316,19 +336,17 @@ int forward_has_bf16_weights(const struct model *m)
 	return any_matrix(m, is_bf16);
 }
 
-/* act8: the quantized inputs of one product, batch rows of the widest. */
-static int alloc_act8(struct forward *f, size_t widest)
+int forward_act8_prepare(struct model *m, int f32act, struct err *e)
 {
-	size_t P = (size_t)q8a_padded((int)widest), B = (size_t)f->batch;
-	f->xa = alloc_n(f, B, sizeof *f->xa);
-	f->xa_q = alloc_n(f, B * P, 1);
-	f->xa_s = alloc(f, B * P / Q8A_BLOCK);
-	if (!f->xa || !f->xa_q || !f->xa_s)
-		return -1;
-	for (size_t t = 0; t < B; t++)
-		f->xa[t] = (struct q8act){ .q = f->xa_q + t * P,
-					   .scales = f->xa_s + t * P / Q8A_BLOCK };
-	return 0;
+	if (f32act || !forward_has_int_weights(m))
+		return 0;
+	return model_tile(m, e) < 0 ? -1 : 1;
+}
+
+const char *forward_act8_kernel(enum cpu_level level)
+{
+	return level == CPU_AVX512 && quant_has_vnni() ? "VNNI"
+	       : level >= CPU_AVX2 ? "AVX2" : "scalar";
 }
 
 int forward_init(struct forward *f, const struct model *m,
@@ -349,6 +367,10 @@ int forward_init(struct forward *f, const struct model *m,
 	if (f->act8 && !forward_has_int_weights(m))
 		return err_set(e, "int8 activations need int8 or int4 weights; the model "
 			       "has none");
+	if (any_matrix(m, is_tiled) != f->act8 && forward_has_int_weights(m))
+		return err_set(e, f->act8 ? "int8 activations need the model's integer "
+			       "matrices tiled (model_tile)" : "a tiled model runs with int8 "
+			       "activations only");
 	if (f->b16act && !forward_has_bf16_weights(m))
 		return err_set(e, "bf16 activations need bf16 weights; the model has none");
 	f->ctx = o->ctx > 0 ? o->ctx : c->max_positions < FORWARD_CTX_DEFAULT
@@ -377,7 +399,7 @@ int forward_init(struct forward *f, const struct model *m,
 	widest = FF > widest ? FF : widest;
 	if (!f->x || !f->xn || !f->tmp || !f->q || !f->att || !f->g || !f->u ||
 	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin ||
-	    (f->act8 && alloc_act8(f, widest) < 0) ||
+	    (f->act8 && !(f->xa = q8a_alloc((int)widest, f->batch))) ||
 	    (f->b16act && !(f->xb = alloc_n(f, B * widest, sizeof *f->xb)))) {
 		forward_free(f);
 		return err_set(e, "out of memory for the run state (%zu bytes)",
@@ -396,8 +418,7 @@ void forward_free(struct forward *f)
 {
 	pool_free(f->pool);
 	void *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
-			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xa_q, f->xa_s,
-			 f->xb };
+			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xb };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	memset(f, 0, sizeof *f);

@@ -23,19 +23,22 @@
  * runs on our own kernels: OpenBLAS's sgemm is no faster on float32 prompts
  * (docs/performance.md), and only ours keep the canonical order.
  *
- * Int8 activations (act8, `--int8-activations`): every product by an int8
- * or int4 matrix (lib/kernels/quant.h) quantizes its input to int8 in blocks of 32
- * and runs the int8-activation kernel (VNNI where the level is AVX-512 and
- * the CPU has it, else the scalar reference: the same bits, on any x86-64).
- * Float32 and bf16 matrices (an unquantized LM head) still multiply float
- * inputs; norms, attention, RoPE and the residual stream stay float. It
- * applies to every chunk size, one token's row at a time, so the logits
- * stay bitwise independent of threads, level and chunking. Each product's
- * inputs are quantized once, by the calling thread before the pool splits
- * the rows (T x cols values, against rows x cols multiply-adds for the
- * product), into buffers made by forward_init for `batch` rows of the
- * widest input (hidden, heads x head_dim or intermediate); the workers only
- * read them. Quantizing costs accuracy: `ppl` reports it as its own level.
+ * Int8 activations (act8; the default for a model with int8 or int4
+ * matrices, forward_act8_prepare): every product by an int8 or int4 matrix
+ * quantizes its input to int8 in blocks of 32 (lib/kernels/quant.h) and
+ * runs the int8-activation kernel on the matrix repacked into tiles at
+ * load (lib/kernels/qtile.h: AVX-512 VNNI, AVX2 or the scalar reference,
+ * the same bits on any x86-64). Float32 and bf16 matrices (an unquantized
+ * LM head) still multiply float inputs; norms, attention, RoPE and the
+ * residual stream stay float. It applies to every chunk size, one token's
+ * row at a time, so the logits stay bitwise independent of threads, level
+ * and chunking. Each product's inputs are quantized once before the pool
+ * splits the rows (for several tokens, the threads split them by tokens),
+ * into buffers made by forward_init for `batch` rows of the widest input
+ * (hidden, heads x head_dim or intermediate); the product's workers only
+ * read them. Without act8 (`--f32-activations`, the exact mode) the
+ * integer codes multiply float32 inputs (lib/kernels/quant.h's order);
+ * `ppl` reports both (int4 and int4+f32).
  *
  * Bf16 activations (b16act, `--bf16-activations`): every product by a bf16
  * matrix rounds its input to bf16 (round to nearest even, once per
@@ -88,7 +91,8 @@ struct forward_opts {
 	int batch;          /* 0: FORWARD_BATCH_DEFAULT */
 	enum cpu_level level;  /* kernels to use; the caller caps it by cpu_detect() */
 	int act8;           /* int8 activations for the int8 / int4 matrices (above);
-			     * the model must have some (forward_has_int_weights) */
+			     * the model must have some, tiled (forward_act8_prepare);
+			     * 0: a model with untiled ones runs the exact mode */
 	int b16act;         /* bf16 activations for the bf16 matrices (above); the
 			     * model must have some (forward_has_bf16_weights) */
 	/* Observers (NULL: none), called with their arg: */
@@ -131,9 +135,7 @@ struct forward {
 	float *scores;   /* [threads x ctx] attention weights */
 	float *kc, *vc;  /* [n_layers x ctx x KV] rotated keys, values */
 	float *rcos, *rsin;  /* [ctx x head_dim / 2] RoPE table */
-	struct q8act *xa;    /* act8: [B] one product's inputs, quantized */
-	int8_t *xa_q;        /* act8: [B x q8a_padded(widest input)] their codes */
-	float *xa_s;         /* act8: their block scales */
+	struct q8act *xa;    /* act8: [B] one product's inputs, quantized (q8a_alloc) */
 	uint16_t *xb;        /* b16act: [B x widest input] one product's inputs */
 };
 
@@ -143,6 +145,16 @@ int forward_has_int_weights(const struct model *m);
 
 /* Whether any of them is stored as bf16: what b16act needs. */
 int forward_has_bf16_weights(const struct model *m);
+
+/* The activations an integer model runs with: int8 (act8) unless f32act
+ * asks for the exact float ones. Returns 1 when m has integer matrices
+ * and f32act is 0, after tiling them for the int8-activation kernels
+ * (model_tile); 0 when m is to run on float activations; -1 with e set
+ * (memory). The caller sets forward_opts.act8 to the result. */
+int forward_act8_prepare(struct model *m, int f32act, struct err *e);
+
+/* The int8-activation kernel a level runs: "VNNI", "AVX2" or "scalar". */
+const char *forward_act8_kernel(enum cpu_level level);
 
 /* Allocates the run state and starts the pool; fails when o->act8 is set
  * and m has no integer matrices. On failure nothing is left to free. The

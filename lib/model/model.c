@@ -6,6 +6,7 @@
 #include "format/qfile.h"
 #include "core/cpu.h"
 #include "kernels/matmul.h"
+#include "kernels/qtile.h"
 #include "kernels/quant.h"
 #include "model/gguf_model.h"
 
@@ -292,6 +293,56 @@ int model_interleave(struct model *m, struct err *e)
 	return 0;
 }
 
+/* Gives back the whole pages inside [p, p + n): memory read once, for
+ * repacking, and never again (a mapping's pages just leave the resident
+ * set). */
+static void release(const void *p, size_t n)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + pg - 1) / pg * pg, hi = ((uintptr_t)p + n) / pg * pg;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+int model_tile(struct model *m, struct err *e)
+{
+	struct wmat *ws[MODEL_MATRICES(m->cfg.n_layers)];
+	const char *names[MODEL_MATRICES(m->cfg.n_layers)];
+	int n = model_matrices(m, ws, names);
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		if (wmat_is_int(ws[i]) && !ws[i]->tiled)
+			total += qtile_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols,
+					     qtile_scales_for(ws[i]));
+	if (total == 0)
+		return 0;
+	unsigned char *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return err_set(e, "cannot allocate %zu bytes for the int8-activation "
+			       "layout: %s", total, strerror(errno));
+	madvise(p, total, MADV_HUGEPAGE);  /* advice only */
+	m->tiles = p;
+	m->tiles_size = total;
+	for (int i = 0; i < n; i++) {
+		struct wmat *w = ws[i];
+		if (!wmat_is_int(w) || w->tiled)
+			continue;
+		struct wmat t;
+		qtile_pack(w, p, &t);
+		size_t codes = w->type == WT_Q4 ? q4_data_bytes(w->rows, w->cols)
+						: q8_data_bytes(w->rows, w->cols);
+		release(w->data, codes);
+		release(w->scales, wmat_bytes(w) - codes);
+		m->weight_bytes += wmat_bytes(&t) - wmat_bytes(w);
+		*w = t;
+		p += wmat_bytes(&t);
+	}
+	if (m->cfg.tie_embeddings)
+		m->w.lm_head = m->w.embed;
+	return 0;
+}
+
 /* The generation defaults' EOS ids must be tokens of the model. */
 int model_check_eos(const struct model *m, const char *name, struct err *e)
 {
@@ -373,6 +424,8 @@ void model_free(struct model *m)
 	free(m->quant);
 	if (m->copy)
 		munmap(m->copy, m->copy_size);
+	if (m->tiles)
+		munmap(m->tiles, m->tiles_size);
 	free(m->vecs);
 	free(m->wide);
 	free(m->w.layers);

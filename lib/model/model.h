@@ -81,6 +81,8 @@ struct model {
 	void *quant;             /* matrices quantized in memory (model_quantize) */
 	void *copy;              /* anonymous copy of the file, or NULL */
 	size_t copy_size;
+	void *tiles;             /* integer matrices tiled by model_tile, or NULL */
+	size_t tiles_size;
 	float *vecs;             /* widened norms and biases */
 	float *wide;             /* widened matrices (f32), or NULL */
 	size_t wide_bytes;
@@ -125,5 +127,13 @@ int model_matrices(struct model *m, struct wmat **w, const char **names);
  * a stream per 4 KiB page. The bits are the same either way. The loaders
  * call it last. Returns 0, or -1 with e set (memory). */
 int model_interleave(struct model *m, struct err *e);
+
+/* Repacks every int8 and int4 matrix of m into the tiles of the
+ * int8-activation kernels (lib/kernels/qtile.h), in anonymous memory m
+ * owns, and gives back the pages the old layout held (the float-input
+ * kernels cannot read tiles: a tiled model runs with int8 activations
+ * only, lib/model/forward.h). Does nothing when m has no integer
+ * matrices. Returns 0, or -1 with e set (memory). */
+int model_tile(struct model *m, struct err *e);
 
 #endif

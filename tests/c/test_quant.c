@@ -1,4 +1,4 @@
-/* quant: the schemes against closed forms, and every kernel this CPU has
+/* quant: the schemes against closed forms, and every float-input kernel this CPU has
  * against the scalar reference and against a float64 dot product of the
  * dequantized weights, on shapes that are not multiples of the vector width. */
 #include "kernels/matmul.h"
@@ -251,8 +251,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		CHECK(same, "%s %s %dx%d: T=1 calls split by rows differ from one T=5 call",
 		      tn, in, rows, cols);
 	}
-	/* int8 with its rows interleaved (weights.h): every level, float and
-	 * int8 activations, T = 5 and row ranges from inside a block, gives the
+	/* int8 with its rows interleaved (weights.h): every level, T = 5 and row ranges from inside a block, gives the
 	 * bits of the row-major matrix. */
 	if (wmat_can_interleave(&m.w)) {
 		struct wmat wi = m.w;
@@ -260,82 +259,19 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		memcpy(codes, m.data, q8_data_bytes(rows, cols));
 		wi.data = codes;
 		CHECK(kern_interleave(&wi, codes) == 0 && wi.il, "interleave %dx%d", rows, cols);
-		int np8 = q8a_padded(cols), same = 1;
-		struct q8act a8[5];
-		for (int t = 0; t < 5; t++) {
-			a8[t].q = malloc((size_t)np8);
-			a8[t].scales = malloc(sizeof(float) * (np8 / Q8A_BLOCK));
-			q8a_quantize(x + (size_t)t * cols, cols, &a8[t]);
-		}
-		float *yq = malloc(sizeof(float) * (size_t)ldy * 5);
+		int same = 1;
 		for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
 			for (int r0 = 0; r0 < 3; r0 += 2) {
 				quant_matmul((enum cpu_level)lv, &wi, y, ldy, r0, rows, x, cols, 5);
 				for (int t = 0; t < 5; t++)
 					same &= !memcmp(y + (size_t)t * ldy + r0, yref + (size_t)t * ldy + r0,
 							sizeof(float) * (size_t)(rows - r0));
-				quant_matmul_q8a((enum cpu_level)lv, &m.w, yq, ldy, r0, rows, a8, 5);
-				quant_matmul_q8a((enum cpu_level)lv, &wi, y, ldy, r0, rows, a8, 5);
-				for (int t = 0; t < 5; t++)
-					same &= !memcmp(y + (size_t)t * ldy + r0, yq + (size_t)t * ldy + r0,
-							sizeof(float) * (size_t)(rows - r0));
-				quant_matmul_q8a((enum cpu_level)lv, &wi, y, ldy, r0, rows, a8, 1);
-				same &= !memcmp(y + r0, yq + r0, sizeof(float) * (size_t)(rows - r0));
 			}
 		CHECK(same, "q8 interleaved %dx%d: not the bits of the row-major matrix", rows, cols);
-		for (int t = 0; t < 5; t++) {
-			free(a8[t].q);
-			free(a8[t].scales);
-		}
-		free(yq);
 		free(codes);
 	}
 	free(yref);
 
-	/* int8 activations: the VNNI kernel gives the reference's bits; the
-	 * result differs from float activations by the activations'
-	 * quantization only. */
-	int np = q8a_padded(cols);
-	struct q8act a = { .q = malloc((size_t)np), .scales = malloc(sizeof(float) * (np / Q8A_BLOCK)) };
-	q8a_quantize(x, cols, &a);
-	float *yr = malloc(sizeof(float) * rows);
-	quant_matvec_q8a(0, &m.w, &a, yr, 0, rows);
-	truth(&m.w, x, want, mag);
-	double eq = rel_err(yr, want, mag, rows);
-	CHECK(eq < 2e-2, "%s int8-act reference %dx%d: rel err %g vs float", tn, rows, cols, eq);
-	if (quant_q8a_vnni(cpu_level_env(NULL))) {
-		quant_matvec_q8a(1, &m.w, &a, y, 0, rows);
-		CHECK(!memcmp(y, yr, sizeof(float) * rows),
-		      "%s int8-act vnni %dx%d g%d: not bitwise equal to the reference",
-		      tn, rows, cols, group);
-	}
-	/* Five quantized vectors at once, at every level (the VNNI one takes
-	 * several tokens per tile), and in two calls split by rows: each
-	 * token's bits are the reference's one vector at a time. */
-	struct q8act a5[5];
-	for (int t = 0; t < 5; t++) {
-		a5[t].q = malloc((size_t)np);
-		a5[t].scales = malloc(sizeof(float) * (np / Q8A_BLOCK));
-		q8a_quantize(x + (size_t)t * cols, cols, &a5[t]);
-	}
-	for (int lv = CPU_SCALAR; lv <= (int)cpu_detect(); lv++) {
-		int k = rows / 3, same = 1;
-		quant_matmul_q8a((enum cpu_level)lv, &m.w, y, ldy, 0, k, a5, 5);
-		quant_matmul_q8a((enum cpu_level)lv, &m.w, y, ldy, k, rows, a5, 5);
-		for (int t = 0; t < 5; t++) {
-			quant_matvec_q8a(0, &m.w, &a5[t], yr, 0, rows);
-			same &= !memcmp(y + (size_t)t * ldy, yr, sizeof(float) * rows);
-		}
-		CHECK(same, "%s int8-act %s %dx%d g%d: T=5 not bitwise equal to the reference",
-		      tn, cpu_level_name((enum cpu_level)lv), rows, cols, group);
-	}
-	for (int t = 0; t < 5; t++) {
-		free(a5[t].q);
-		free(a5[t].scales);
-	}
-	free(a.q);
-	free(a.scales);
-	free(yr);
 	qm_free(&m);
 	free(f);
 	free(x);
@@ -355,13 +291,15 @@ static void test_q8a_closed_form(void)
 	x[33] = 2.0f;
 	int8_t q[64];
 	float s[2];
-	struct q8act a = { .q = q, .scales = s };
+	int32_t sums[2];
+	struct q8act a = { .q = q, .scales = s, .sums = sums };
 	CHECK(q8a_padded(40) == 64, "padded %d", q8a_padded(40));
-	q8a_quantize(x, 40, &a);
+	q8a_quantize(CPU_SCALAR, x, 40, &a);
 	CHECK(s[0] == 12.7f / 127.0f && q[0] == -127 && q[1] == (int8_t)roundf(0.05f / s[0]),
 	      "block 0: scale %g codes %d %d", s[0], q[0], q[1]);
 	CHECK(s[1] == 2.0f / 127.0f && q[33] == 127 && q[40] == 0 && q[63] == 0,
 	      "block 1: scale %g codes %d pad %d", s[1], q[33], q[63]);
+	CHECK(sums[0] == -127 + q[1] && sums[1] == 127, "block sums %d %d", sums[0], sums[1]);
 }
 
 /* The AVX-512 activation quantizer gives the scalar definition's bits, on
@@ -369,7 +307,7 @@ static void test_q8a_closed_form(void)
  * value is 127 steps), for lengths around the block and vector sizes. */
 static void test_q8a_simd(void)
 {
-	if (!quant_has_vnni())
+	if (cpu_level_env(NULL) != CPU_AVX512)
 		return;
 	int lens[] = { 1, 15, 16, 17, 31, 32, 33, 63, 64, 100, 896 };
 	for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
@@ -396,8 +334,7 @@ static void test_q8a_simd(void)
 
 int main(void)
 {
-	printf("quant: SIMD here: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
-	       quant_q8a_vnni(cpu_level_env(NULL)) ? " + VNNI" : "");
+	printf("quant: SIMD here: %s\n", cpu_level_name(cpu_level_env(NULL)));
 	test_q8_closed_form();
 	test_q4_closed_form();
 	test_q4_beats_rtn();

@@ -5,7 +5,8 @@
  *   bench --membw                     memory bandwidth only
  *
  * For every contender (each MODEL with each --weights mode, and with
- * --int8-activations each container once more with int8 activations) and thread
+ * --f32-activations each int8 / int4 model once more with float32
+ * activations, its exact mode) and thread
  * count: prefill tokens/s, time to first token, decode ms/token, the
  * sampler's cost per token (bench/harness/benchrun.h), repeated -r times after a
  * warm-up; median, minimum and maximum. The contenders alternate inside
@@ -49,7 +50,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OPT_ACT8 = CLI_LONG, OPT_B16ACT, OPT_SYNTH, OPT_CONFIG, OPT_MEMBW,
+enum { OPT_ACT8 = CLI_LONG, OPT_F32ACT, OPT_B16ACT, OPT_SYNTH, OPT_CONFIG, OPT_MEMBW,
        OPT_MEMBW_MIB, OPT_NO_SGEMM, OPT_RECORD, OPT_NO_RECORD, OPT_LLAMA, OPT_GGUF };
 
 static const struct cli_opt opts[] = {
@@ -66,9 +67,11 @@ static const struct cli_opt opts[] = {
 	  "(read into memory; the default), mapped (used\n"
 	  "through the file mapping, forward --mmap), f32\n"
 	  "(widened, forward --f32)" },
-	{ OPT_ACT8, "int8-activations", NULL, "also run each int8 / int4 container with int8\n"
-	  "activations (forward --int8-activations): one\n"
-	  "more contender each, named with +a8" },
+	{ OPT_ACT8, "int8-activations", NULL, "int8 / int4 models with int8 activations: the\n"
+	  "default, accepted for scripts that say it" },
+	{ OPT_F32ACT, "f32-activations", NULL, "also run each int8 / int4 model with float32\n"
+	  "activations (forward --f32-activations, the exact\n"
+	  "mode): one more contender each, named with +f32" },
 	{ OPT_B16ACT, "bf16-activations", NULL, "also run each bf16 model with bf16 activations\n"
 	  "(forward --bf16-activations): one more contender\n"
 	  "each, named with +b16" },
@@ -96,7 +99,7 @@ static const struct cli_opt opts[] = {
 static const struct cli_spec spec = {
 	.prog = "bench",
 	.usage = "bench MODEL... [-p N] [-n N] [-r N] [-t LIST] [-o md|jsonl|csv] "
-		 "[--weights LIST] [--int8-activations] [--bf16-activations] [--synthetic] "
+		 "[--weights LIST] [--f32-activations] [--bf16-activations] [--synthetic] "
 		 "[--membw] [--llama-bench PATH --gguf FILE...] [--record FILE | --no-record]",
 	.about = "Measures prefill, time to first token, decode and the sampler on each\n"
 		 "MODEL against the memory bandwidth measured in the same run.\n",
@@ -247,7 +250,7 @@ struct opts {
 	int threads[MAX_THREADS], n_threads;
 	int weights[W_N], n_weights;
 	const char *output;
-	int synthetic, membw_only, sgemm, act8, b16act;
+	int synthetic, membw_only, sgemm, f32act, b16act;
 	const char *config;
 	size_t membw_bytes;
 	const char *record;
@@ -632,7 +635,8 @@ int main(int argc, char **argv)
 			o.output = v;
 			break;
 		case 'w': o.n_weights = parse_weights(v, o.weights); break;
-		case OPT_ACT8: o.act8 = 1; break;
+		case OPT_ACT8: break;
+		case OPT_F32ACT: o.f32act = 1; break;
 		case OPT_B16ACT: o.b16act = 1; break;
 		case OPT_SYNTH: o.synthetic = 1; break;
 		case OPT_CONFIG: o.config = v; break;
@@ -714,23 +718,25 @@ int main(int argc, char **argv)
 	struct contender *cs = calloc((size_t)np * W_N * 2 + 1, sizeof *cs);
 	if (!cs)
 		cli_die("out of memory");
-	int nc = 0, n_act8 = 0, n_b16 = 0;
+	int nc = 0, n_f32 = 0, n_b16 = 0;
 	for (int i = 0; i < np; i++)
 		for (int w = 0; w < o.n_weights; w++) {
 			struct modelpath mp;
-			int container = modelpath_resolve(&mp, paths[i], &e) == 0 &&
-					mp.kind == MODELPATH_CONTAINER;
+			int resolved = modelpath_resolve(&mp, paths[i], &e) == 0;
+			int container = resolved && mp.kind == MODELPATH_CONTAINER;
+			int gguf = resolved && mp.kind == MODELPATH_GGUF;
 			if (o.weights[w] == W_F32 && container) {
 				fprintf(stderr, "bench: %s: a container cannot be widened to "
 					"f32; skipped for --weights f32\n", paths[i]);
 				continue;
 			}
-			/* Containers hold the integer matrices: with
-			 * --int8-activations, a twin that runs them with int8
+			/* Containers and GGUF files hold the integer
+			 * matrices: with --f32-activations, a twin that runs
+			 * them with float32 activations. A bf16 model (not
+			 * widened), with --bf16-activations: a twin with bf16
 			 * activations. */
-			/* A bf16 model (not widened), with --bf16-activations:
-			 * a twin with bf16 activations. */
-			int twin = container ? o.act8 : o.b16act && o.weights[w] != W_F32;
+			int twin = container || gguf ? o.f32act
+				 : o.b16act && o.weights[w] != W_F32;
 			for (int a = 0; a <= twin; a++) {
 				struct contender *k = &cs[nc++];
 				k->path = i;
@@ -738,18 +744,18 @@ int main(int argc, char **argv)
 				k->label = labels[i] ? labels[i] : base_name(paths[i]);
 				k->b.mo.mmap = o.weights[w] == W_MAPPED;
 				k->b.mo.f32 = o.weights[w] == W_F32;
-				k->b.act8 = a && container;
-				k->b.b16act = a && !container;
-				n_act8 += k->b.act8;
+				k->b.f32act = a && (container || gguf);
+				k->b.b16act = a && !container && !gguf;
+				n_f32 += k->b.f32act;
 				n_b16 += k->b.b16act;
 			}
 		}
 	if (o.b16act && n_b16 == 0)
 		cli_die_usage("--bf16-activations: no bf16 model among the models (a "
 			  "safetensors model, not --weights f32 only)");
-	if (o.act8 && n_act8 == 0)
-		cli_die_usage("--int8-activations: no int8 or int4 container among the models "
-			  "(quantize one, or --synthetic)");
+	if (o.f32act && n_f32 == 0)
+		cli_die_usage("--f32-activations: no int8 or int4 container or GGUF file among "
+			  "the models (quantize one, or --synthetic)");
 
 	struct bench_machine mc;
 	bench_machine(&mc);
@@ -761,7 +767,7 @@ int main(int argc, char **argv)
 		measure_open(&cs[i], &o);
 		snprintf(cs[i].name, sizeof cs[i].name, "%s %s%s%s%s", cs[i].label,
 			 cs[i].b.precision,
-			 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "",
+			 cs[i].b.f32act ? "+f32" : cs[i].b.b16act ? "+b16" : "",
 			 o.n_weights > 1 ? " " : "", o.n_weights > 1 ? cs[i].b.weights : "");
 		cs[i].reps = calloc((size_t)(o.n_threads * o.reps), sizeof *cs[i].reps);
 		if (!cs[i].reps)
@@ -790,7 +796,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		progress("kernel ceiling, %s%s", cs[i].b.precision,
-			 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "");
+			 cs[i].b.f32act ? "+f32" : cs[i].b.b16act ? "+b16" : "");
 		if (bench_kernel_gbs(kern, g->type, g->group_size, cs[i].b.act8, cs[i].b.b16act,
 				     cs[0].b.m.cfg.hidden_size, cs[0].b.m.cfg.hidden_size,
 				     KERNEL_REPS, &cs[i].kernel_gbs, &e) < 0)
@@ -859,7 +865,7 @@ int main(int argc, char **argv)
 		snprintf(p, sizeof p, "%s%s%s", cs[i].b.precision,
 			 cs[i].b.m.w.layers[0].gate.type == WT_Q8 &&
 			 cs[i].b.m.w.layers[0].gate.group_size ? " (groups)" : "",
-			 cs[i].b.act8 ? "+a8" : cs[i].b.b16act ? "+b16" : "");
+			 cs[i].b.f32act ? "+f32" : cs[i].b.b16act ? "+b16" : "");
 		cJSON *j = recs[k++] = record("kernel", &mc, load);
 		cJSON_AddStringToObject(j, "precision", p);
 		cJSON_AddNumberToObject(j, "rows", cs[0].b.m.cfg.hidden_size);

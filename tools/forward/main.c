@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 enum { OPT_SCORE = CLI_LONG, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_F32, OPT_MMAP,
-       OPT_ACT8, OPT_B16ACT, OPT_TOP };
+       OPT_ACT8, OPT_F32ACT, OPT_B16ACT, OPT_TOP };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory, a .safetensors file with its\n"
@@ -85,10 +85,12 @@ static const struct cli_opt opts[] = {
 	  "reading them into memory (faster start)" },
 	{ OPT_ACT8, "int8-activations", NULL, "quantize the input of every int8 / int4 matrix\n"
 	  "to int8 too (blocks of 32, one scale each) and\n"
-	  "multiply integers (AVX-512 VNNI where the CPU has\n"
-	  "it, else a scalar kernel with the same results):\n"
-	  "less exact (ppl --level int8+a8 measures it); for\n"
-	  "int8 / int4 containers (a float model: usage error)" },
+	  "multiply integers (AVX-512 VNNI, AVX2 or scalar\n"
+	  "kernels, the same results): the default for int8\n"
+	  "and int4 weights (a float model: usage error)" },
+	{ OPT_F32ACT, "f32-activations", NULL, "the exact mode of int8 / int4 weights: multiply\n"
+	  "their codes by float32 inputs (slower; ppl --level\n"
+	  "int4+f32 measures it)" },
 	{ OPT_B16ACT, "bf16-activations", NULL, "round the input of every bf16 matrix to bf16 and\n"
 	  "multiply bf16 pairs (AVX512_BF16 where the CPU has\n"
 	  "it, else a scalar kernel with the same results):\n"
@@ -105,7 +107,7 @@ static const struct cli_spec spec = {
 	.prog = "forward",
 	.usage = "forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
 		 "[--no-cache] [--threads N] [--ctx N] [--f32] [--mmap] "
-		 "[--int8-activations] [--bf16-activations] [-v] < ids\n"
+		 "[--int8-activations | --f32-activations] [--bf16-activations] [-v] < ids\n"
 		 "forward --dump [--top K] < logits",
 	.about = "Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
 		 "line) on stdin, the binary logits stream on stdout.\n",
@@ -492,7 +494,7 @@ static int stdout_is_file(void)
 int main(int argc, char **argv)
 {
 	cli_init(&spec);
-	int score = 0, all = 0, do_dump = 0, top = 5;
+	int score = 0, all = 0, do_dump = 0, top = 5, act8 = 0, f32act = 0;
 	const char *trace_path = NULL, *attn_path = NULL;
 	int no_cache = 0;
 	struct forward_opts fo = { 0 };
@@ -510,7 +512,8 @@ int main(int argc, char **argv)
 		case 'c': fo.ctx = (int)cli_flag_long("--ctx", v, 1, 1 << 24); break;
 		case OPT_F32: mo.f32 = 1; break;
 		case OPT_MMAP: mo.mmap = 1; break;
-		case OPT_ACT8: fo.act8 = 1; break;
+		case OPT_ACT8: act8 = 1; break;
+		case OPT_F32ACT: f32act = 1; break;
 		case OPT_B16ACT: fo.b16act = 1; break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
@@ -546,9 +549,13 @@ int main(int argc, char **argv)
 	if (model_load(&m, path, &mo, &e) < 0)
 		cli_die("%s", e.msg);
 	double t1 = time_now();
-	if (fo.act8 && !forward_has_int_weights(&m))
+	if (act8 && f32act)
+		cli_die_usage("--int8-activations and --f32-activations: pick one");
+	if (act8 && !forward_has_int_weights(&m))
 		cli_die_usage("--int8-activations: %s has no int8 or int4 weights (quantize it "
 			  "first)", path);
+	if ((fo.act8 = forward_act8_prepare(&m, f32act, &e)) < 0)
+		cli_die("%s: %s", path, e.msg);
 	if (fo.b16act && !forward_has_bf16_weights(&m))
 		cli_die_usage("--bf16-activations: %s has no bf16 weights (%s)", path,
 			  mo.f32 ? "--f32 widened them" : "it stores none");
@@ -568,12 +575,12 @@ int main(int argc, char **argv)
 		cli_die("%s: %s", path, e.msg);
 	if (verbose)
 		fprintf(stderr, "forward: %s: loaded in %.1f ms; weights %.1f MiB (%s%s), "
-			"run state %.1f MiB (ctx %d, batch %d); %s kernels%s%s, %d thread%s\n",
+			"run state %.1f MiB (ctx %d, batch %d); %s kernels%s%s%s%s, %d thread%s\n",
 			path, (t1 - t0) * 1e3, m.weight_bytes / 1048576.0,
 			mo.f32 ? "f32" : "as stored", m.copied ? ", copied" : ", mapped",
 			f.state_bytes / 1048576.0, f.ctx, f.batch, cpu_level_name(f.k->level),
-			!fo.act8 ? "" : quant_q8a_vnni(f.k->level)
-				? ", int8 activations (VNNI)" : ", int8 activations (scalar)",
+			fo.act8 ? ", int8 activations (" : "",
+			fo.act8 ? forward_act8_kernel(f.k->level) : "", fo.act8 ? ")" : "",
 			!fo.b16act ? "" : f.k->level == CPU_AVX512 && kern_has_dpbf16()
 				? ", bf16 activations (vdpbf16ps)" : ", bf16 activations (scalar)",
 			f.threads, f.threads == 1 ? "" : "s");

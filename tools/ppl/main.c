@@ -5,10 +5,11 @@
  *       [--text FILE | --ids FILE] [--json]
  *
  * Each level is the safetensors MODEL loaded as float32, as bf16, or
- * quantized in memory (lib/model/qmodel.h: the same code as `quantize`), with
- * int8 activations for +a8 and bf16 activations for +b16
- * (lib/model/forward.h); each CONTAINER (.q8, .q4 or .gguf) is one more
- * level, read as stored (float activations). Every level runs side by
+ * quantized in memory (lib/model/qmodel.h: the same code as `quantize`); an
+ * int level runs as forward runs it by default (int8 activations,
+ * lib/model/forward.h), or with float32 activations for +f32, and bf16
+ * matrices with bf16 activations for +b16; each CONTAINER (.q8, .q4 or
+ * .gguf) is one more level, run as forward runs it by default. Every level runs side by
  * side with the float32 model (lib/model/ppl.h), which gives the KL divergence
  * and top-1 agreement without writing any logits anywhere.
  */
@@ -44,13 +45,13 @@ static const struct cli_opt opts[] = {
 	{ 'l', "level", "LIST", "comma-separated, from fp32, bf16, int8, int4,\n"
 	  "int4-rtn (the round-to-nearest baseline), each int\n"
 	  "level optionally with +embed (the embeddings too)\n"
-	  "and +a8 (int8 activations, forward\n"
-	  "--int8-activations), e.g. int4+embed+a8; bf16\n"
-	  "and the int levels with +b16 (bf16 activations for\n"
-	  "the bf16 matrices, forward --bf16-activations)\n"
-	  "(default fp32,bf16,int8,int4); a CONTAINER runs\n"
-	  "with float activations (its +a8 is the level\n"
-	  "quantized in memory: the same weights)" },
+	  "and the activations: int8 by default, as forward\n"
+	  "runs them (+a8 says so explicitly), or +f32 (the\n"
+	  "exact mode, forward --f32-activations), e.g.\n"
+	  "int4+embed+f32; bf16 and the int levels with +b16\n"
+	  "(bf16 activations for the bf16 matrices, forward\n"
+	  "--bf16-activations) (default fp32,bf16,int8,int4);\n"
+	  "a CONTAINER runs as forward runs it by default" },
 	{ OPT_CHUNK, "chunk|ctx-size", "LIST", "tokens per chunk (the context of each run), one\n"
 	  "or more (default 256)" },
 	{ 'g', "group-size", "N", "int4 group size (default 32)" },
@@ -93,7 +94,8 @@ struct level {
 	char name[96];
 	enum kind kind;
 	struct qscheme qs;
-	int act8;          /* +a8 */
+	int act8;          /* +a8 (the default of the int levels, said explicitly) */
+	int f32act;        /* +f32 */
 	int b16act;        /* +b16 */
 	const char *path;  /* LV_FILE */
 };
@@ -124,9 +126,12 @@ static int parse_level(const char *s, int group, struct level *l)
 			if (!strncmp(p, "+embed", 6) && !l->qs.embeddings) {
 				l->qs.embeddings = true;
 				p += 6;
-			} else if (!strncmp(p, "+a8", 3) && !l->act8) {
+			} else if (!strncmp(p, "+a8", 3) && !l->act8 && !l->f32act) {
 				l->act8 = 1;
 				p += 3;
+			} else if (!strncmp(p, "+f32", 4) && !l->act8 && !l->f32act) {
+				l->f32act = 1;
+				p += 4;
 			} else if (!strncmp(p, "+b16", 4) && !l->b16act) {
 				l->b16act = 1;
 				p += 4;
@@ -193,20 +198,24 @@ static void progress(void *arg, int done, int total)
 		fputc('\n', stderr);
 }
 
-static void load(struct model *m, const char *path, const struct level *l)
+/* Loads the level's model; returns whether it runs with int8 activations. */
+static int load(struct model *m, const char *path, const struct level *l)
 {
 	struct model_opts o = { .f32 = l->kind == LV_FP32 };
 	struct err e;
+	int act8;
 	if (model_load(m, path, &o, &e) < 0 ||
-	    (l->kind == LV_QUANT && model_quantize(m, &l->qs, &e) < 0))
+	    (l->kind == LV_QUANT && model_quantize(m, &l->qs, &e) < 0) ||
+	    (act8 = forward_act8_prepare(m, l->f32act, &e)) < 0)
 		cli_die_err(&e);
+	return act8;
 }
 
 static void start(struct forward *f, const struct model *m, int ctx, int threads,
-		  const struct level *l)
+		  const struct level *l, int act8)
 {
 	struct forward_opts o = { .threads = threads, .ctx = ctx, .level = cpu_level_env(NULL),
-				  .act8 = l->act8, .b16act = l->b16act };
+				  .act8 = act8, .b16act = l->b16act };
 	struct err e;
 	if (forward_init(f, m, &o, &e) < 0)
 		cli_die_err(&e);
@@ -351,8 +360,8 @@ int main(int argc, char **argv)
 				cli_die_usage("--level: more than %d levels", MAX_LEVELS);
 			if (parse_level(tok, (int)group, &levels[nl++]) < 0)
 				cli_die_usage("--level: '%s' is not fp32, bf16, int8, int4 or int4-rtn "
-					  "(with +embed, +a8 for the int levels, +b16 for bf16 "
-					  "and the int levels)", tok);
+					  "(with +embed, +a8 or +f32 for the int levels, +b16 for "
+					  "bf16 and the int levels)", tok);
 		}
 		free(list);
 		for (int i = optind + 1; i < argc; i++) {
@@ -395,8 +404,7 @@ int main(int argc, char **argv)
 	struct forward fref;
 	static const struct level fp32 = { .name = "fp32", .kind = LV_FP32 };
 	if (side) {
-		load(&ref, model, &fp32);
-		start(&fref, &ref, (int)maxc, (int)threads, &fp32);
+		start(&fref, &ref, (int)maxc, (int)threads, &fp32, load(&ref, model, &fp32));
 	}
 
 	struct row rows[MAX_LEVELS * MAX_CHUNKS];
@@ -410,8 +418,9 @@ int main(int argc, char **argv)
 			mp = &ref;
 			fp = &fref;
 		} else {
-			load(&m, levels[i].kind == LV_FILE ? levels[i].path : model, &levels[i]);
-			start(&f, &m, (int)maxc, (int)threads, &levels[i]);
+			int act8 = load(&m, levels[i].kind == LV_FILE ? levels[i].path : model,
+					&levels[i]);
+			start(&f, &m, (int)maxc, (int)threads, &levels[i], act8);
 		}
 		for (int k = 0; k < nchunks; k++) {
 			struct row *r = &rows[nr++];

@@ -1,0 +1,181 @@
+/* qtile: see qtile.h. The layout, the repacking, the scalar reference and
+ * the choice of kernel. */
+#include "kernels/qtile.h"
+#include "kernels/qtile_isa.h"
+#include "core/bf16.h"
+
+#include <math.h>
+#include <string.h>
+
+static size_t code_bytes(enum wtype type)
+{
+	return type == WT_Q4 ? 256 : 512;
+}
+
+static size_t scale_area(int nb, enum qtile_scales s)
+{
+	size_t b = s == QT_ROW ? QTILE_ROWS * sizeof(float)
+		 : (size_t)nb * QTILE_ROWS * (s == QT_F16 ? 2 : sizeof(float));
+	return (b + 63) / 64 * 64;
+}
+
+static int nblocks(int cols)
+{
+	return (cols + Q8A_BLOCK - 1) / Q8A_BLOCK;
+}
+
+size_t qtile_tile_bytes(enum wtype type, int cols, enum qtile_scales s)
+{
+	int nb = nblocks(cols);
+	return scale_area(nb, s) + (size_t)nb * code_bytes(type);
+}
+
+void qtile_geom(const struct wmat *w, struct qtile_geom *g)
+{
+	g->s = (enum qtile_scales)(w->tiled - 1);
+	g->nb = nblocks(w->cols);
+	g->area = scale_area(g->nb, g->s);
+	g->tile = qtile_tile_bytes(w->type, w->cols, g->s);
+}
+
+size_t qtile_bytes(enum wtype type, int rows, int cols, enum qtile_scales s)
+{
+	size_t tiles = (size_t)(rows + QTILE_ROWS - 1) / QTILE_ROWS;
+	return tiles * qtile_tile_bytes(type, cols, s);
+}
+
+enum qtile_scales qtile_scales_for(const struct wmat *src)
+{
+	if (!wmat_grouped(src))
+		return QT_ROW;
+	size_t n = q4_nscales(src->rows, src->cols, src->group_size);
+	for (size_t i = 0; i < n; i++) {
+		float s = src->scales[i];
+		if (f16_to_f32(f32_to_f16(s)) != s)
+			return QT_F32;
+	}
+	return QT_F16;
+}
+
+/* Where row r's tile starts, and its codes. */
+static const uint8_t *tile_at(const struct wmat *w, int r)
+{
+	return (const uint8_t *)w->data +
+	       (size_t)(r / QTILE_ROWS) *
+		       qtile_tile_bytes(w->type, w->cols, (enum qtile_scales)(w->tiled - 1));
+}
+
+/* The byte holding weight (l, c) of a tile (its row in the tile, its
+ * column), from the start of the tile's codes; for int4 *hi says which
+ * nibble. */
+static size_t code_at(enum wtype type, int l, int c, int *hi)
+{
+	int b = c / Q8A_BLOCK, j = c % Q8A_BLOCK;
+	if (type == WT_Q4) {
+		*hi = j >= 16;
+		j %= 16;
+		return (size_t)b * 256 + (size_t)(j / 4) * 64 + (size_t)l * 4 + (size_t)(j % 4);
+	}
+	*hi = 0;
+	return (size_t)b * 512 + (size_t)(j / 4) * 64 + (size_t)l * 4 + (size_t)(j % 4);
+}
+
+int qtile_code(const struct wmat *w, int r, int c)
+{
+	enum qtile_scales s = (enum qtile_scales)(w->tiled - 1);
+	const uint8_t *t = tile_at(w, r) + scale_area(nblocks(w->cols), s);
+	int hi;
+	uint8_t byte = t[code_at(w->type, r % QTILE_ROWS, c, &hi)];
+	if (w->type == WT_Q4)
+		return (hi ? byte >> 4 : byte & 15) - 8;
+	return (int)byte - 128;
+}
+
+float qtile_scale(const struct wmat *w, int r, int c)
+{
+	enum qtile_scales s = (enum qtile_scales)(w->tiled - 1);
+	const uint8_t *t = tile_at(w, r);
+	int l = r % QTILE_ROWS;
+	if (s == QT_ROW)
+		return ((const float *)t)[l];
+	size_t i = (size_t)(c / Q8A_BLOCK) * QTILE_ROWS + (size_t)l;
+	if (s == QT_F16)
+		return f16_to_f32(((const uint16_t *)t)[i]);
+	return ((const float *)t)[i];
+}
+
+void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
+{
+	const struct wmat copy = *from, *src = &copy;  /* out may be from */
+	enum qtile_scales s = qtile_scales_for(src);
+	int nb = nblocks(src->cols), zero = src->type == WT_Q4 ? 8 : 128;
+	size_t tb = qtile_tile_bytes(src->type, src->cols, s), sa = scale_area(nb, s);
+	*out = (struct wmat){ .type = src->type, .rows = src->rows, .cols = src->cols,
+			      .data = dst, .group_size = wmat_grouped(src) ? Q8A_BLOCK : 0,
+			      .tiled = (int)s + 1 };
+	uint8_t *p = dst;
+	for (int r0 = 0; r0 < src->rows; r0 += QTILE_ROWS, p += tb) {
+		memset(p, 0, sa);
+		uint8_t *codes = p + sa;
+		memset(codes, src->type == WT_Q4 ? 0x88 : zero, tb - sa);
+		for (int l = 0; l < QTILE_ROWS && r0 + l < src->rows; l++) {
+			int r = r0 + l;
+			if (s == QT_ROW)
+				((float *)p)[l] = src->scales[r];
+			for (int b = 0; b < nb && s != QT_ROW; b++) {
+				float sc = quant_scale(src, r, b * Q8A_BLOCK);
+				size_t i = (size_t)b * QTILE_ROWS + (size_t)l;
+				if (s == QT_F16)
+					((uint16_t *)p)[i] = f32_to_f16(sc);
+				else
+					((float *)p)[i] = sc;
+			}
+			for (int c = 0; c < src->cols; c++) {
+				int hi, u = quant_code(src, r, c) + zero;
+				uint8_t *byte = codes + code_at(src->type, l, c, &hi);
+				if (src->type != WT_Q4)
+					*byte = (uint8_t)u;
+				else if (hi)
+					*byte = (uint8_t)((*byte & 15) | u << 4);
+				else
+					*byte = (uint8_t)((*byte & 0xf0) | u);
+			}
+		}
+	}
+}
+
+/* ---- the scalar reference ---- */
+
+void qtile_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
+			 const struct q8act *a, int T)
+{
+	enum qtile_scales s = (enum qtile_scales)(w->tiled - 1);
+	int nb = nblocks(w->cols);
+	for (int r = r0; r < r1; r++)
+		for (int t = 0; t < T; t++) {
+			float acc = 0;
+			for (int b = 0; b < nb; b++) {
+				int32_t d = 0;
+				for (int c = b * Q8A_BLOCK; c < (b + 1) * Q8A_BLOCK && c < w->cols; c++)
+					d += qtile_code(w, r, c) * a[t].q[c];
+				float sc = a[t].scales[b];
+				if (s != QT_ROW)
+					sc *= qtile_scale(w, r, b * Q8A_BLOCK);
+				acc = fmaf((float)d, sc, acc);
+			}
+			y[(size_t)t * ldy + r] = s == QT_ROW ? acc * qtile_scale(w, r, 0) : acc;
+		}
+}
+
+void qtile_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		  int r0, int r1, const struct q8act *a, int T)
+{
+	if (r1 <= r0 || T <= 0)
+		return;
+	if (level == CPU_AVX512 && quant_has_vnni())
+		qtile_matmul_vnni(w, y, ldy, r0, r1, a, T);
+	else if (level >= CPU_AVX2)
+		qtile_matmul_avx2(w, y, ldy, r0, r1, a, T);
+	else
+		qtile_matmul_scalar(w, y, ldy, r0, r1, a, T);
+}

@@ -1,0 +1,82 @@
+/* qtile: integer matrices laid out for the int8-activation product, and
+ * that product.
+ *
+ * With int8 activations (the default for int8 and int4 weights,
+ * lib/model/forward.h) every product by a WT_Q8 or WT_Q4 matrix runs on
+ * integers: the activations are quantized in blocks of Q8A_BLOCK = 32
+ * (struct q8act, lib/kernels/quant.h) and each block's integer sum is
+ * scaled once. So that the float work is paid once per 16 rows, not once
+ * per row, SIMD lanes are output rows: a matrix is repacked at load
+ * (qtile_pack) into tiles of QTILE_ROWS = 16 rows, and a tile's integer
+ * sums for one 32-column block fill one 16-lane vector.
+ *
+ * Layout (w->tiled; data 64-byte aligned; qtile_bytes): the tiles of rows
+ * 16i .. 16i + 15, in order, each qtile_tile_bytes long, one sequential
+ * stream. The columns are cut into nb = ceil(cols / 32) blocks; rows
+ * beyond `rows` and columns beyond `cols` hold the code of 0 with scale 0.
+ * A tile is its scale area, then its codes:
+ *   scales  QT_ROW (int8, a scale per row): 16 floats, row 16i + l's at l;
+ *           QT_F32 (a scale per 32 columns: int4, and int8 in groups):
+ *           nb x 16 floats, [b][l] the scale of row 16i + l's block b;
+ *           QT_F16: the same as IEEE halves (where every scale is one
+ *           exactly: GGUF's Q4_0 and Q8_0).
+ *           The area is padded with zeros to a multiple of 64 bytes.
+ *   codes   block after block. Stored unsigned: u = q + 128 (int8) or
+ *           u = q + 8 (int4). int8, 512 bytes a block: 8 quads of 64
+ *           bytes; quad k holds, at bytes 4l .. 4l + 3, row 16i + l's
+ *           columns 32b + 4k .. 32b + 4k + 3. int4, 256 bytes a block: 4
+ *           chunks of 64 bytes; byte 4l + j of chunk k holds column
+ *           32b + 4k + j of row 16i + l in its low nibble and column
+ *           32b + 16 + 4k + j in its high nibble.
+ *
+ * The canonical order (every level gives these bits): for row r and an
+ * input a (codes a.q, block scales a.s), acc starts at +0 and for each
+ * block b in increasing order
+ *   d   = sum over the block's columns of q[r][c] * a.q[c]   (exact int32)
+ *   acc = fmaf((float)d, s, acc)
+ * with s = a.s[b] * ws[r][b] rounded to float (scales per block; a half
+ * widened exactly first), or s = a.s[b] (QT_ROW); the result is acc, times
+ * the row's scale for QT_ROW. Integer sums are exact in any order, so the
+ * kernels may form d however suits them (the unsigned codes times the
+ * codes, minus 128 or 8 times the block's code sum a.sums[b]).
+ */
+#ifndef QTILE_H
+#define QTILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/cpu.h"
+#include "kernels/quant.h"
+#include "kernels/weights.h"
+
+#define QTILE_ROWS 16
+
+/* The scales of a tiled matrix (w->tiled - 1). */
+enum qtile_scales { QT_ROW, QT_F32, QT_F16 };
+
+/* Bytes of one tile, and of the whole tiled matrix, for a WT_Q8 or WT_Q4
+ * matrix of cols columns with these scales. */
+size_t qtile_tile_bytes(enum wtype type, int cols, enum qtile_scales s);
+size_t qtile_bytes(enum wtype type, int rows, int cols, enum qtile_scales s);
+
+/* The scales qtile_pack gives src (WT_Q8 or WT_Q4, row-major, not tiled):
+ * QT_ROW for int8 with a scale per row, QT_F16 when every group scale is
+ * exactly a half, else QT_F32. */
+enum qtile_scales qtile_scales_for(const struct wmat *src);
+
+/* Repacks src into dst's memory (qtile_bytes, 64-byte aligned) and makes
+ * *out its view (out may be src): src's type, rows and cols, tiled,
+ * data = dst. */
+void qtile_pack(const struct wmat *src, void *dst, struct wmat *out);
+
+/* qtile_code and qtile_scale (declared in quant.h, which quant_code and
+ * quant_scale reach them through): weight (r, c)'s code, and its scale
+ * (the row's for QT_ROW). */
+
+/* y[t * ldy + r] for r in [r0, r1) and t < T from the inputs a[t] (each
+ * w->cols long), in the order above, at this level (at most
+ * cpu_level_env()): AVX-512 with VNNI, AVX2, or the scalar reference. */
+void qtile_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
+		  int r0, int r1, const struct q8act *a, int T);
+
+#endif

@@ -1,0 +1,124 @@
+/* qtile_avx2: qtile_matmul on AVX2 (lib/kernels/qtile.h), for CPUs
+ * without AVX-512 VNNI.
+ *
+ * A tile is two halves of 8 rows, one ymm lane per row. The integer sums
+ * come from vpmaddubsw and vpmaddwd, exact for these ranges: int4, the
+ * unsigned nibbles (at most 15) times the codes (at most 127 in
+ * magnitude), pairs summed in 16 bits over the block's 8 quads (at most
+ * 8 x 2 x 15 x 127 = 30480), then -8 times the block sum; int8, |q| times
+ * the codes with q's sign moved onto them (pairs at most 2 x 127 x 127),
+ * each quad widened to 32 bits. The float steps are qtile.h's. */
+#include "kernels/qtile_isa.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+static inline __m256i quad(const int8_t *q)
+{
+	int32_t v;
+	memcpy(&v, q, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/* The exact int32 sums of one block for the 8 rows of half h, token codes
+ * q (the block's 32). */
+static inline __attribute__((always_inline)) __m256i
+block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const int q4)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	if (q4) {
+		const __m256i lo = _mm256_set1_epi8(15);
+		__m256i p = _mm256_setzero_si256();
+		for (int k = 0; k < 4; k++) {
+			__m256i v = _mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h));
+			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_and_si256(v, lo),
+								     quad(q + 4 * k)));
+			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(
+				_mm256_and_si256(_mm256_srli_epi16(v, 4), lo), quad(q + 16 + 4 * k)));
+		}
+		return _mm256_add_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(-8 * sum));
+	}
+	__m256i d = _mm256_setzero_si256();
+	for (int k = 0; k < 8; k++) {
+		__m256i v = _mm256_xor_si256(
+			_mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h)),
+			_mm256_set1_epi8((char)0x80));
+		__m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(quad(q + 4 * k), v));
+		d = _mm256_add_epi32(d, _mm256_madd_epi16(p, ones));
+	}
+	return d;
+}
+
+/* One half of one tile against tokens a[0 .. NT) (constants where this is
+ * inlined); rows [lo, hi) of the half go to y + rbase. */
+static inline __attribute__((always_inline)) void
+half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a, float *y,
+     int ldy, int rbase, int lo, int hi, const int q4, const enum qtile_scales s, const int NT)
+{
+	const uint8_t *codes = p + g->area;
+	const size_t cb = q4 ? 256 : 512;
+	__m256 acc[NT];
+	for (int t = 0; t < NT; t++)
+		acc[t] = _mm256_setzero_ps();
+	for (int b = 0; b < g->nb; b++, codes += cb) {
+		__m256 ws = _mm256_setzero_ps();
+		size_t si = (size_t)b * QTILE_ROWS + 8 * (size_t)h;
+		if (s == QT_F32)
+			ws = _mm256_load_ps((const float *)p + si);
+		else if (s == QT_F16)
+			ws = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)((const uint16_t *)p + si)));
+		for (int t = 0; t < NT; t++) {
+			__m256i d = block_sum(codes, h, a[t].q + (size_t)b * Q8A_BLOCK, a[t].sums[b], q4);
+			__m256 sc = _mm256_set1_ps(a[t].scales[b]);
+			if (s != QT_ROW)
+				sc = _mm256_mul_ps(sc, ws);
+			acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, acc[t]);
+		}
+	}
+	for (int t = 0; t < NT; t++) {
+		float out[8];
+		__m256 r = acc[t];
+		if (s == QT_ROW)
+			r = _mm256_mul_ps(r, _mm256_load_ps((const float *)p + 8 * h));
+		_mm256_storeu_ps(out, r);
+		for (int l = lo; l < hi; l++)
+			y[(size_t)t * ldy + rbase + l] = out[l - 8 * h];
+	}
+}
+
+static inline __attribute__((always_inline)) void
+tiles(const struct wmat *w, const struct qtile_geom *g, float *y, int ldy, int r0, int r1,
+      const struct q8act *a, int T, const int q4, const enum qtile_scales s)
+{
+	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
+		const uint8_t *p = (const uint8_t *)w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
+		for (int h = 0; h < 2; h++) {
+			int lo = r0 - rb > 8 * h ? r0 - rb : 8 * h;
+			int hi = r1 - rb < 8 * h + 8 ? r1 - rb : 8 * h + 8;
+			if (hi <= lo)
+				continue;
+			int t = 0;
+			for (; t + 4 <= T; t += 4)
+				half(p, g, h, a + t, y + (size_t)t * ldy, ldy, rb, lo, hi, q4, s, 4);
+			for (; t < T; t++)
+				half(p, g, h, a + t, y + (size_t)t * ldy, ldy, rb, lo, hi, q4, s, 1);
+		}
+	}
+}
+
+void qtile_matmul_avx2(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		       const struct q8act *a, int T)
+{
+	struct qtile_geom g;
+	qtile_geom(w, &g);
+	if (w->type == WT_Q4 && g.s == QT_F16)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F16);
+	else if (w->type == WT_Q4)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F32);
+	else if (g.s == QT_F16)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F16);
+	else if (g.s == QT_F32)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F32);
+	else
+		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_ROW);
+}

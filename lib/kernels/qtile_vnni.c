@@ -1,0 +1,126 @@
+/* qtile_vnni: qtile_matmul on AVX-512 VNNI (lib/kernels/qtile.h).
+ *
+ * One zmm lane per row of a tile. For each 32-column block the tile's
+ * codes are loaded once (int4: four 64-byte chunks, each giving two quads
+ * by two masks) and multiplied by up to eight tokens: vpdpbusd takes the
+ * unsigned codes and a token's four codes broadcast, starting from -128 or
+ * -8 times the token's block sum, which makes the int32 sum exactly the
+ * signed one; then one conversion, one scale product and one fma per 16
+ * rows. The int4 high nibbles go in unshifted (16 times the code), into a
+ * sum of their own that one exact shift divides by 16. */
+#include "kernels/qtile_isa.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+static inline __m512i quad(const int8_t *q)
+{
+	int32_t v;
+	memcpy(&v, q, 4);
+	return _mm512_set1_epi32(v);
+}
+
+/* Tokens a[0 .. NT) against one tile (NT, q4 and the scales s constants
+ * where this is inlined); the lanes of mask m go to y + rbase. */
+static inline __attribute__((always_inline)) void
+tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float *y, int ldy,
+     int rbase, __mmask16 m, const int q4, const enum qtile_scales s, const int NT)
+{
+	const uint8_t *codes = p + g->area;
+	const size_t cb = q4 ? 256 : 512;
+	const int off = q4 ? -8 : -128;
+	__m512 acc[NT];
+	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
+		acc[t] = _mm512_setzero_ps();
+	for (int b = 0; b < g->nb; b++, codes += cb) {
+		__m512i u[8];
+		if (q4) {
+			const __m512i lo = _mm512_set1_epi8(15), hi = _mm512_set1_epi8((char)0xf0);
+			_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+				__m512i v = _mm512_load_si512(codes + 64 * k);
+				u[k] = _mm512_and_si512(v, lo);
+				u[k + 4] = _mm512_and_si512(v, hi);
+			}
+		} else {
+			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+				u[k] = _mm512_load_si512(codes + 64 * k);
+		}
+		__m512 ws = _mm512_setzero_ps();
+		if (s == QT_F32)
+			ws = _mm512_load_ps((const float *)p + (size_t)b * QTILE_ROWS);
+		else if (s == QT_F16)
+			ws = _mm512_cvtph_ps(_mm256_load_si256(
+				(const __m256i *)((const uint16_t *)p + (size_t)b * QTILE_ROWS)));
+		_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+			const int8_t *q = a[t].q + (size_t)b * Q8A_BLOCK;
+			__m512i d0 = _mm512_set1_epi32(off * a[t].sums[b]);
+			__m512i d1 = _mm512_setzero_si512();
+			if (q4) {
+				_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+					d0 = _mm512_dpbusd_epi32(d0, u[k], quad(q + 4 * k));
+					d1 = _mm512_dpbusd_epi32(d1, u[k + 4], quad(q + 4 * k + 16));
+				}
+				d1 = _mm512_srai_epi32(d1, 4);
+			} else {
+				_Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
+					d0 = _mm512_dpbusd_epi32(d0, u[k], quad(q + 4 * k));
+					d1 = _mm512_dpbusd_epi32(d1, u[k + 1], quad(q + 4 * k + 4));
+				}
+			}
+			__m512 sc = _mm512_set1_ps(a[t].scales[b]);
+			if (s != QT_ROW)
+				sc = _mm512_mul_ps(sc, ws);
+			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), sc,
+						 acc[t]);
+		}
+	}
+	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
+		__m512 r = acc[t];
+		if (s == QT_ROW)
+			r = _mm512_mul_ps(r, _mm512_load_ps((const float *)p));
+		_mm512_mask_storeu_ps(y + (size_t)t * ldy + rbase, m, r);
+	}
+}
+
+/* Every tile that holds a row of [r0, r1), eight tokens at a time, then
+ * four, two, one. */
+static inline __attribute__((always_inline)) void
+tiles(const struct wmat *w, const struct qtile_geom *g, float *y, int ldy, int r0, int r1,
+      const struct q8act *a, int T, const int q4, const enum qtile_scales s)
+{
+	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
+		const uint8_t *p = (const uint8_t *)w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
+		int lo = r0 > rb ? r0 - rb : 0, hi = r1 - rb < QTILE_ROWS ? r1 - rb : QTILE_ROWS;
+		__mmask16 m = (__mmask16)((0xffffu >> (QTILE_ROWS - hi)) & (0xffffu << lo));
+		int t = 0;
+		for (; t + 8 <= T; t += 8)
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 8);
+		if (t + 4 <= T) {
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 4);
+			t += 4;
+		}
+		if (t + 2 <= T) {
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 2);
+			t += 2;
+		}
+		if (t < T)
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 1);
+	}
+}
+
+void qtile_matmul_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		       const struct q8act *a, int T)
+{
+	struct qtile_geom g;
+	qtile_geom(w, &g);
+	if (w->type == WT_Q4 && g.s == QT_F16)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F16);
+	else if (w->type == WT_Q4)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F32);
+	else if (g.s == QT_F16)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F16);
+	else if (g.s == QT_F32)
+		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F32);
+	else
+		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_ROW);
+}

@@ -1,0 +1,214 @@
+/* qtile: the tiled layout and the int8-activation kernels
+ * (lib/kernels/qtile.h).
+ *
+ * - Packing keeps every code and scale: qtile_code / qtile_scale read back
+ *   what the row-major matrix holds, for every kind of scales.
+ * - The scalar reference against an independent computation written here
+ *   from the row-major matrix and the order's definition (exact integer
+ *   block sums in 64 bits, the float steps in the stated order): bitwise.
+ * - The same against float64 sums of the dequantized products: within
+ *   float32 rounding of the block fmas (a relative 1e-5 of the sum of
+ *   magnitudes), which a misplaced scale exceeds by orders of magnitude.
+ * - Every level this CPU has gives the reference's bits, for T = 1 .. 11
+ *   and row ranges that start and end inside a tile. */
+#include "kernels/qtile.h"
+#include "kernels/qtile_isa.h"
+#include "kernels/quant.h"
+#include "core/bf16.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static float frand(void)  /* uniform in [-1, 1) */
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+/* A row-major matrix of random codes and scales: int8 with a scale per row
+ * (group 0), or a scale per 32 columns for int8 and int4; half_scales
+ * makes every scale exactly a half (QT_F16). */
+struct mat {
+	struct wmat w;
+	void *data;
+	float *scales;
+};
+
+static void mat_make(struct mat *m, enum wtype t, int rows, int cols, int group,
+		     int half_scales)
+{
+	size_t n = (size_t)rows * cols, ns = group ? n / group : (size_t)rows;
+	m->data = calloc(t == WT_Q4 ? n / 2 : n, 1);
+	m->scales = malloc(sizeof(float) * ns);
+	for (size_t i = 0; i < ns; i++) {
+		float s = (frand() + 1.5f) * 0.01f;
+		m->scales[i] = half_scales ? f16_to_f32(f32_to_f16(s)) : s * 1.0000001f;
+	}
+	m->w = (struct wmat){ .type = t, .rows = rows, .cols = cols, .data = m->data,
+			      .scales = m->scales, .group_size = group };
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++) {
+			int q = (int)floorf((frand() + 1) * (t == WT_Q4 ? 8 : 127.5f)) -
+				(t == WT_Q4 ? 8 : 127);
+			if (t == WT_Q4) {
+				uint8_t *row = (uint8_t *)m->data + (size_t)r * cols / 2;
+				int b = c / 32, j = c % 32;
+				uint8_t *byte = &row[b * 16 + j % 16];
+				*byte = j < 16 ? (uint8_t)((*byte & 0xf0) | (q + 8))
+					       : (uint8_t)((*byte & 15) | (q + 8) << 4);
+			} else {
+				((int8_t *)m->data)[(size_t)r * cols + c] = (int8_t)q;
+			}
+		}
+}
+
+/* The order of qtile.h, computed from the row-major matrix. */
+static float order(const struct wmat *w, int r, const struct q8act *a)
+{
+	float acc = 0;
+	for (int b = 0; b * 32 < w->cols; b++) {
+		int64_t d = 0;
+		for (int c = b * 32; c < w->cols && c < b * 32 + 32; c++)
+			d += (int64_t)quant_code(w, r, c) * a->q[c];
+		float s = a->scales[b];
+		if (wmat_grouped(w))
+			s *= quant_scale(w, r, b * 32);
+		acc = fmaf((float)d, s, acc);
+	}
+	return wmat_grouped(w) ? acc : acc * w->scales[r];
+}
+
+static void check_shape(enum wtype t, int rows, int cols, int group, int half_scales)
+{
+	struct mat m;
+	mat_make(&m, t, rows, cols, group, half_scales);
+	enum qtile_scales ks = qtile_scales_for(&m.w);
+	CHECK(ks == (!group ? QT_ROW : half_scales ? QT_F16 : QT_F32), "scales kind %d", ks);
+	void *tiles = aligned_alloc(64, qtile_bytes(t, rows, cols, ks));
+	struct wmat w;
+	qtile_pack(&m.w, tiles, &w);
+	int same = 1;
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			same &= quant_code(&w, r, c) == quant_code(&m.w, r, c) &&
+				quant_scale(&w, r, c) == quant_scale(&m.w, r, c);
+	CHECK(same, "pack %d %dx%d g%d: codes or scales changed", t, rows, cols, group);
+
+	enum { TMAX = 11 };
+	float *x = malloc(sizeof(float) * (size_t)cols * TMAX);
+	for (size_t i = 0; i < (size_t)cols * TMAX; i++)
+		x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
+	struct q8act *a = q8a_alloc(cols, TMAX);
+	for (int i = 0; i < TMAX; i++)
+		q8a_quantize(CPU_SCALAR, x + (size_t)i * cols, cols, &a[i]);
+	int ldy = rows + 3;
+	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX), *y = malloc(sizeof(float) * (size_t)ldy * TMAX);
+	qtile_matmul_scalar(&w, yr, ldy, 0, rows, a, TMAX);
+	same = 1;
+	double worst = 0, bad = 0;
+	for (int i = 0; i < TMAX; i++)
+		for (int r = 0; r < rows; r++) {
+			float want = order(&m.w, r, &a[i]);
+			same &= memcmp(&want, &yr[(size_t)i * ldy + r], 4) == 0;
+			double sum = 0, mag = 0, mis = 0;
+			for (int c = 0; c < cols; c++) {
+				double p = (double)quant_scale(&m.w, r, c) * quant_code(&m.w, r, c) *
+					   a[i].scales[c / 32] * a[i].q[c];
+				sum += p;
+				mag += fabs(p);
+				/* the scale of the next block (the last: the first) */
+				int nb = (cols + 31) / 32, b2 = (c / 32 + 1) % nb;
+				mis += (double)quant_scale(&m.w, r, c) * quant_code(&m.w, r, c) *
+				       a[i].scales[b2] * a[i].q[c];
+			}
+			if (mag > 0) {
+				worst = fmax(worst, fabs(sum - yr[(size_t)i * ldy + r]) / mag);
+				bad = fmax(bad, fabs(mis - yr[(size_t)i * ldy + r]) / mag);
+			}
+		}
+	CHECK(same, "scalar %d %dx%d g%d: not the order's bits", t, rows, cols, group);
+	CHECK(worst < 1e-5, "scalar %d %dx%d g%d: %g from the float64 sum", t, rows, cols, group,
+	      worst);
+	CHECK(cols <= 32 || bad > 1e-3, "%dx%d: a misplaced scale is only %g away", rows, cols, bad);
+
+	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
+		for (int T = 1; T <= TMAX; T++) {
+			int lo = rows > 2 ? rows / 3 : 0, hi = rows > 2 ? rows - 1 : rows;
+			memset(y, 0xff, sizeof(float) * (size_t)ldy * TMAX);
+			qtile_matmul((enum cpu_level)lv, &w, y, ldy, 0, lo, a, T);
+			qtile_matmul((enum cpu_level)lv, &w, y, ldy, lo, hi, a, T);
+			qtile_matmul((enum cpu_level)lv, &w, y, ldy, hi, rows, a, T);
+			same = 1;
+			for (int i = 0; i < T; i++)
+				same &= !memcmp(y + (size_t)i * ldy, yr + (size_t)i * ldy,
+						sizeof(float) * (size_t)rows) &&
+					(uint32_t)((int32_t *)y)[(size_t)i * ldy + rows] == 0xffffffffu;
+			CHECK(same, "%s %d %dx%d g%d T=%d: not the reference's bits",
+			      cpu_level_name((enum cpu_level)lv), t, rows, cols, group, T);
+		}
+	free(x), free(a), free(yr), free(y), free(tiles), free(m.data), free(m.scales);
+}
+
+/* The codes at the ends of their ranges: int8 -127 .. 127 (and -128, which
+ * a GGUF Q8_0 file may hold), activations +-127, so the integer sums reach
+ * their extremes without saturating anywhere. */
+static void check_extremes(void)
+{
+	struct mat m;
+	for (int t = 0; t < 2; t++) {
+		enum wtype type = t ? WT_Q4 : WT_Q8;
+		mat_make(&m, type, 16, 64, 32, 1);
+		for (int r = 0; r < 16; r++)
+			for (int c = 0; c < 64; c++) {
+				if (type == WT_Q8)
+					((int8_t *)m.data)[r * 64 + c] = (int8_t)(r < 8 ? -128 : 127);
+				else
+					((uint8_t *)m.data)[r * 32 + c % 32 / 2 + c / 32 * 16] = r < 8 ? 0 : 0xff;
+			}
+		void *tiles = aligned_alloc(64, qtile_bytes(type, 16, 64, QT_F16));
+		struct wmat w;
+		qtile_pack(&m.w, tiles, &w);
+		float x[64];
+		for (int c = 0; c < 64; c++)
+			x[c] = c % 3 ? 1.0f : -1.0f;
+		x[5] = -1;
+		struct q8act *a = q8a_alloc(64, 1);
+		q8a_quantize(CPU_SCALAR, x, 64, a);
+		float yr[16], y[16];
+		qtile_matmul_scalar(&w, yr, 16, 0, 16, a, 1);
+		for (int r = 0; r < 16; r++)
+			CHECK(yr[r] == order(&m.w, r, a), "extremes %d row %d", type, r);
+		for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++) {
+			qtile_matmul((enum cpu_level)lv, &w, y, 16, 0, 16, a, 1);
+			CHECK(!memcmp(y, yr, sizeof y), "extremes %d at %s", type,
+			      cpu_level_name((enum cpu_level)lv));
+		}
+		free(a), free(tiles), free(m.data), free(m.scales);
+	}
+}
+
+int main(void)
+{
+	printf("qtile: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
+	       quant_has_vnni() && cpu_level_env(NULL) == CPU_AVX512 ? " + VNNI" : "");
+	int cols[] = { 1, 17, 32, 33, 64, 100, 128, 896 };
+	int rows[] = { 1, 5, 16, 17, 40 };
+	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+		for (size_t j = 0; j < sizeof rows / sizeof rows[0]; j++) {
+			check_shape(WT_Q8, rows[j], cols[i], 0, 0);
+			if (cols[i] % 32)
+				continue;
+			for (int h = 0; h < 2; h++) {
+				check_shape(WT_Q8, rows[j], cols[i], 32, h);
+				check_shape(WT_Q4, rows[j], cols[i], 32, h);
+			}
+		}
+	check_shape(WT_Q4, 33, 128, 64, 0);  /* group 64: the same scale for two blocks */
+	check_extremes();
+	return check_done("qtile");
+}
