@@ -32,7 +32,10 @@ BIN     ?= bin
 
 VERSION := $(shell cat VERSION)
 
-CFLAGS  += $(OPT) -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+# -ffp-contract=off everywhere: the compiler must not fuse a multiply and an
+# add that a kernel's canonical order keeps apart (lib/kernels/kernels.h),
+# whatever OPT says (-march=native gives every file FMA to fuse into).
+CFLAGS  += $(OPT) -ffp-contract=off -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
            -Ilib -Ibench -I/usr/include/cjson -MMD -MP -pthread
 LDLIBS  += -lcjson -lutf8proc -lm -pthread
 # OpenBLAS is the bench harness's reference to beat, never the engine's:
@@ -59,12 +62,10 @@ BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 all: $(TOOL_BINS)
 
-# Per-ISA kernel files. -ffp-contract=off: the compiler must not fuse a
-# multiply and an add that a kernel's canonical order keeps apart
-# (lib/kernels/kernels.h); baseline x86-64 code has no FMA to fuse into.
-$(BUILD)/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c -ffp-contract=off
-$(BUILD)/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=off
-$(BUILD)/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -ffp-contract=off
+# Per-ISA kernel files.
+$(BUILD)/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(BUILD)/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
 
 # The one version string (VERSION): every tool's --version, through
 # lib/cli; the scripts ask a tool for it.
