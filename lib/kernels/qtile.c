@@ -104,6 +104,39 @@ float qtile_scale(const struct wmat *w, int r, int c)
 	return ((const float *)t)[i];
 }
 
+/* Row r of src into the codes of its tile, as lane l. Four columns at a
+ * time where they exist whole: the int4 row's packing (lib/kernels/quant.h)
+ * already pairs column 4k + j with 16 + 4k + j in a byte, as a chunk
+ * does, and int8 codes just move by 128 (their top bit flips). */
+static void pack_row(const struct wmat *src, int r, uint8_t *codes, int l, int zero)
+{
+	int c = 0, q4 = src->type == WT_Q4;
+	for (; c + Q8A_BLOCK <= src->cols && q4; c += Q8A_BLOCK) {
+		const uint8_t *b = (const uint8_t *)src->data + (size_t)r * (size_t)src->cols / 2 +
+				   (size_t)c / 2;
+		for (int k = 0; k < 4; k++)
+			memcpy(codes + (size_t)c / Q8A_BLOCK * 256 + (size_t)k * 64 + (size_t)l * 4,
+			       b + 4 * k, 4);
+	}
+	for (; c + 4 <= src->cols && !q4; c += 4) {
+		uint32_t v;
+		memcpy(&v, (const int8_t *)src->data + wmat_at(src, r, c), 4);
+		v ^= 0x80808080u;
+		memcpy(codes + (size_t)(c / Q8A_BLOCK) * 512 + (size_t)(c % Q8A_BLOCK / 4) * 64 +
+		       (size_t)l * 4, &v, 4);
+	}
+	for (; c < src->cols; c++) {
+		int hi, u = quant_code(src, r, c) + zero;
+		uint8_t *byte = codes + code_at(src->type, l, c, &hi);
+		if (!q4)
+			*byte = (uint8_t)u;
+		else if (hi)
+			*byte = (uint8_t)((*byte & 15) | u << 4);
+		else
+			*byte = (uint8_t)((*byte & 0xf0) | u);
+	}
+}
+
 void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
 {
 	const struct wmat copy = *from, *src = &copy;  /* out may be from */
@@ -130,16 +163,7 @@ void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
 				else
 					((float *)p)[i] = sc;
 			}
-			for (int c = 0; c < src->cols; c++) {
-				int hi, u = quant_code(src, r, c) + zero;
-				uint8_t *byte = codes + code_at(src->type, l, c, &hi);
-				if (src->type != WT_Q4)
-					*byte = (uint8_t)u;
-				else if (hi)
-					*byte = (uint8_t)((*byte & 15) | u << 4);
-				else
-					*byte = (uint8_t)((*byte & 0xf0) | u);
-			}
+			pack_row(src, r, codes, l, zero);
 		}
 	}
 }
