@@ -7,6 +7,7 @@
 #include "core/jsonutil.h"
 #include "core/mapfile.h"
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -218,11 +219,12 @@ static int check_gen(void *out, const cJSON *r, struct err *e)
 	/* The ids are checked against the vocabulary where the model is
 	 * known; here only that they are ids. */
 	if (get_eos(r, INT_MAX, &g->n_eos, g->eos_ids, e) < 0 ||
-	    get_double(r, "temperature", 0, false, INFINITY, false, &g->temperature, e) < 0 ||
+	    /* The sampler computes in float32 (sampler_params_check). */
+	    get_double(r, "temperature", 0, false, FLT_MAX, false, &g->temperature, e) < 0 ||
 	    get_int(r, "top_k", 0, INT_MAX, false, &g->top_k, e) < 0 ||
 	    get_double(r, "top_p", 0, true, 1, false, &g->top_p, e) < 0 ||
 	    get_double(r, "min_p", 0, false, 1, false, &g->min_p, e) < 0 ||
-	    get_double(r, "repetition_penalty", 0, true, INFINITY, false,
+	    get_double(r, "repetition_penalty", FLT_TRUE_MIN, false, FLT_MAX, false,
 		       &g->repetition_penalty, e) < 0)
 		return -1;
 	return 0;

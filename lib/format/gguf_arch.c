@@ -1,6 +1,7 @@
 /* gguf_arch: see gguf_arch.h. */
 #include "format/gguf_arch.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -22,7 +23,8 @@ static int get_i(const struct gguf_file *f, const char *key, bool required, int 
 	return 0;
 }
 
-/* A float key in (lo, hi] (lo itself allowed when closed_lo). */
+/* A finite float key in (lo, hi] (lo itself allowed when closed_lo), as
+ * config.c's get_double takes its config.json counterpart. */
 static int get_f(const struct gguf_file *f, const char *key, double lo, bool closed_lo,
 		 double hi, double *out, const char *name, struct err *e)
 {
@@ -32,7 +34,7 @@ static int get_f(const struct gguf_file *f, const char *key, double lo, bool clo
 		return -1;
 	if (rc == 1)
 		return 0;
-	if (!(closed_lo ? v >= lo : v > lo) || !(v <= hi))
+	if (!isfinite(v) || !(closed_lo ? v >= lo : v > lo) || !(v <= hi))
 		return err_set(e, "%s: key '%s': %g is out of range %s%g, %g]", name, key, v,
 			       closed_lo ? "[" : "(", lo, hi);
 	*out = v;
@@ -42,11 +44,12 @@ static int get_f(const struct gguf_file *f, const char *key, double lo, bool clo
 static int sampling(const struct gguf_file *f, struct gen_config *g, const char *name,
 		    struct err *e)
 {
-	return get_f(f, "general.sampling.temp", 0, true, INFINITY, &g->temperature, name, e) < 0 ||
+	/* The sampler computes in float32 (sampler_params_check). */
+	return get_f(f, "general.sampling.temp", 0, true, FLT_MAX, &g->temperature, name, e) < 0 ||
 	       get_i(f, "general.sampling.top_k", false, 0, INT_MAX, &g->top_k, name, e) < 0 ||
 	       get_f(f, "general.sampling.top_p", 0, false, 1, &g->top_p, name, e) < 0 ||
 	       get_f(f, "general.sampling.min_p", 0, true, 1, &g->min_p, name, e) < 0 ||
-	       get_f(f, "general.sampling.penalty_repeat", 0, false, INFINITY,
+	       get_f(f, "general.sampling.penalty_repeat", FLT_TRUE_MIN, true, FLT_MAX,
 		     &g->repetition_penalty, name, e) < 0 ? -1 : 0;
 }
 

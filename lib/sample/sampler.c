@@ -3,6 +3,7 @@
 #include "sample/introsort.h"
 #include "kernels/kernels.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,15 +92,17 @@ static int check_range(const char *name, double v, double lo, double hi,
 
 int sampler_params_check(const struct sampler_params *p, struct err *e)
 {
-	if (check_range("temperature", p->temperature, 0, HUGE_VAL, e) < 0 ||
+	/* The chain computes in float32: a value that is not a finite float
+	 * would turn finite logits into inf or NaN. */
+	if (check_range("temperature", p->temperature, 0, FLT_MAX, e) < 0 ||
 	    check_range("top_p", p->top_p, 0, 1, e) < 0 ||
 	    check_range("min_p", p->min_p, 0, 1, e) < 0)
 		return -1;
 	if (p->top_k < 0)
 		return err_set(e, "top_k: %d is negative", p->top_k);
-	if (!isfinite(p->repetition_penalty) || p->repetition_penalty <= 0)
-		return err_set(e, "repetition_penalty: %g is not positive",
-			       p->repetition_penalty);
+	if (check_range("repetition_penalty", p->repetition_penalty, FLT_TRUE_MIN,
+			FLT_MAX, e) < 0)
+		return -1;
 	return 0;
 }
 
@@ -381,7 +384,8 @@ static float top_k_floor(float r, float t)
  * largest so far (s->heap), and every token at or above its floor recorded
  * in s->cand (a superset of the final top k, in id order). Then only the
  * recorded ones are divided by t and compared with the k-th largest / t,
- * transformers' rule. Sets *bad when a logit is NaN or +inf. */
+ * transformers' rule. Sets *bad when a logit is NaN or a quotient is +inf
+ * (a +inf logit, or one that dividing by t overflows). */
 static void top_k(struct sampler *s, const float *x, int k, float t, int *bad)
 {
 	struct sampler_cand *h = s->heap, *c = s->cand;
@@ -419,8 +423,8 @@ static void top_k(struct sampler *s, const float *x, int k, float t, int *bad)
 	float kth = h[0].x / t;
 	int kept = 0;
 	for (int i = 0; i < n; i++) {
-		nan |= c[i].x == INFINITY;
 		float v = c[i].x / t;
+		nan |= v == INFINITY;
 		if (v >= kth && v > -INFINITY)
 			c[kept++] = (struct sampler_cand){ .id = c[i].id, .x = v };
 	}
@@ -428,12 +432,43 @@ static void top_k(struct sampler *s, const float *x, int k, float t, int *bad)
 	*bad = nan;
 }
 
-static int bad_logit(const float *logits, struct err *e)
+/* The first NaN or +inf of logits[0..n), or -1 when there is none. */
+static int first_bad(const float *logits, int n)
 {
-	int i = 0;
-	while (!isnan(logits[i]) && logits[i] != INFINITY)
-		i++;
-	return err_set(e, "logit %d is %s", i, isnan(logits[i]) ? "nan" : "inf");
+	for (int i = 0; i < n; i++)
+		if (isnan(logits[i]) || logits[i] == INFINITY)
+			return i;
+	return -1;
+}
+
+/* Temperature 0: the argmax of the penalized logits, the lowest id on ties
+ * (transformers' greedy search). With ties set, the limit of a temperature
+ * so small that dividing by it overflows, which is the limit of the
+ * softmax of x / t as t -> 0+: every id tied at the largest penalized
+ * logit, with equal probability (a logit that the penalty itself overflows
+ * to +inf ranks above every finite one). */
+static int greedy(struct sampler *s, float *logits, float pen, int ties, struct err *e)
+{
+	int nv = s->n_vocab, bad;
+	int penalized = pen != 1.0f && s->n_ctx > 0;
+	if (penalized)
+		penalize(s, logits, pen);
+	float m = max_of(logits, nv, &bad);
+	int n = 0;
+	for (int i = 0; i < nv && (ties || n == 0); i++)
+		if (logits[i] == m)
+			s->cand[n++] = (struct sampler_cand){ .id = i, .x = m };
+	if (penalized)
+		unpenalize(s, logits);
+	int b = bad || m == INFINITY ? first_bad(logits, nv) : -1;
+	if (b >= 0)
+		return err_set(e, "logit %d is %s", b, isnan(logits[b]) ? "nan" : "inf");
+	if (m == -INFINITY)
+		return err_set(e, "no logit is finite");
+	for (int i = 0; i < n; i++)
+		s->cand[i].p = 1.0f / (float)n;
+	s->n_cand = n;
+	return n;
 }
 
 int sampler_filter(struct sampler *s, float *logits,
@@ -441,32 +476,18 @@ int sampler_filter(struct sampler *s, float *logits,
 {
 	int nv = s->n_vocab, bad;
 	float t = (float)p->temperature, pen = (float)p->repetition_penalty;
+	if (t == 0)
+		return greedy(s, logits, pen, 0, e);
 	int penalized = pen != 1.0f && s->n_ctx > 0;
 	if (penalized)
 		penalize(s, logits, pen);
-	if (t == 0) {
-		float m = max_of(logits, nv, &bad);
-		int i = 0;
-		while (i < nv && logits[i] != m)
-			i++;
-		if (penalized)
-			unpenalize(s, logits);
-		if (bad || m == INFINITY)
-			return bad_logit(logits, e);
-		if (m == -INFINITY)
-			return err_set(e, "no logit is finite");
-		s->cand[0] = (struct sampler_cand){ .id = i, .x = m, .p = 1 };
-		s->n_cand = 1;
-		return 1;
-	}
 	if (p->top_k > 0 && p->top_k < nv) {
 		top_k(s, logits, p->top_k, t, &bad);
 		if (penalized)
 			unpenalize(s, logits);
-		if (bad)
-			return bad_logit(logits, e);
-		if (s->n_cand == 0)
-			return err_set(e, "no logit is finite");
+		/* A bad logit, or every quotient overflowed one way: */
+		if (bad || s->n_cand == 0)
+			return greedy(s, logits, pen, 1, e);
 		if (p->top_p < 1)
 			top_p_list(s, (float)(1 - p->top_p));
 		if (p->min_p > 0)
@@ -486,10 +507,8 @@ int sampler_filter(struct sampler *s, float *logits,
 	if (penalized)
 		unpenalize(s, logits);
 	float m = max_of(x, nv, &bad);
-	if (bad || m == INFINITY)
-		return bad_logit(logits, e);
-	if (m == -INFINITY)
-		return err_set(e, "no logit is finite");
+	if (bad || isinf(m))
+		return greedy(s, logits, pen, 1, e);
 	if (p->top_p < 1) {
 		top_p_full(s, x, m, (float)(1 - p->top_p));
 		if (p->min_p > 0)

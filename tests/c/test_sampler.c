@@ -7,6 +7,8 @@
 #include "sample/sampler.h"
 
 #include <cJSON.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -286,7 +288,114 @@ static void test_greedy_and_errors(void)
 	bad.top_p = 1;
 	bad.repetition_penalty = 0;
 	CHECK(sampler_params_check(&bad, &e) < 0 &&
-	      !strcmp(e.msg, "repetition_penalty: 0 is not positive"), "%s", e.msg);
+	      !strcmp(e.msg, "repetition_penalty: 0 is out of range [1.4013e-45, "
+		      "3.40282e+38]"), "%s", e.msg);
+	/* Values that are finite doubles but not finite floats: the chain
+	 * computes in float32. */
+	bad.repetition_penalty = 1e-300;
+	CHECK(sampler_params_check(&bad, &e) < 0 &&
+	      !strncmp(e.msg, "repetition_penalty: 1e-300 is out of range", 42), "%s", e.msg);
+	bad.repetition_penalty = 1e300;
+	CHECK(sampler_params_check(&bad, &e) < 0, "penalty 1e300 accepted");
+	bad.repetition_penalty = 1;
+	bad.temperature = 1e300;
+	CHECK(sampler_params_check(&bad, &e) < 0 &&
+	      !strcmp(e.msg, "temperature: 1e+300 is out of range [0, 3.40282e+38]"),
+	      "%s", e.msg);
+	bad.temperature = FLT_MAX;
+	CHECK(sampler_params_check(&bad, &e) == 0, "FLT_MAX refused: %s", e.msg);
+	sampler_free(s);
+}
+
+/* Temperatures and logits at the float range's edges. Dividing by a
+ * temperature so small that a quotient overflows is its limit, greedy
+ * (closed form: the softmax of x / t puts all the mass on the largest
+ * logit as t -> 0+); a finite logit never reads as a bad one, and a bad
+ * one is named by its own index (the vocabulary ends at 5: ASan sees any
+ * read past it). */
+static void test_float_edges(void)
+{
+	struct err e;
+	struct sampler *s = sampler_new(5, &e);
+	CHECK(s != NULL, "sampler_new: %s", e.msg);
+	if (!s)
+		return;
+	const float temps[] = { FLT_TRUE_MIN, 1e-40f, FLT_MIN, 1e-38f, 1e-30f, 0.5f,
+				1, FLT_MAX };
+	const int ks[] = { 0, 2, 5 };
+	const double ps[] = { 1, 0.5 }, mins[] = { 0, 0.1 };
+	/* largest first, at several places; ties at the top go to the lower id */
+	const float rows[][5] = {
+		{ FLT_MAX, FLT_MAX / 2, -FLT_MAX, -INFINITY, 0 },
+		{ -INFINITY, 0, 5, 5, -FLT_MAX },
+		{ -1, -2, -3, -INFINITY, -FLT_MAX },  /* every quotient -inf */
+		{ -FLT_MAX, -INFINITY, -INFINITY, -FLT_MAX, -1e-30f },
+		{ FLT_MIN, 1e-44f, 0, -0.0f, -FLT_MIN },
+	};
+	/* the ids tied at the top: the limit gives each the same share */
+	const int top[][5] = { { 1, 0, 0, 0, 0 }, { 0, 0, 1, 1, 0 }, { 1, 0, 0, 0, 0 },
+			       { 0, 0, 0, 0, 1 }, { 1, 0, 0, 0, 0 } };
+	const int n_top[] = { 1, 2, 1, 1, 1 };
+	for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+		for (size_t ti = 0; ti < sizeof temps / sizeof temps[0]; ti++)
+			for (size_t ki = 0; ki < 3; ki++)
+				for (int pi = 0; pi < 2; pi++)
+					for (int mi = 0; mi < 2; mi++) {
+		float x[5];
+		memcpy(x, rows[r], sizeof x);
+		struct sampler_params p = { .temperature = temps[ti], .top_k = ks[ki],
+					    .top_p = ps[pi], .min_p = mins[mi],
+					    .repetition_penalty = 1 };
+		int n = sampler_filter(s, x, &p, &e);
+		CHECK(n >= 1, "row %zu t %g k %d: %s", r, temps[ti], ks[ki], e.msg);
+		if (n < 1)
+			continue;
+		CHECK(!memcmp(x, rows[r], sizeof x), "row %zu: logits changed", r);
+		int nk;
+		const struct sampler_cand *c = sampler_kept(s, &nk);
+		double total = 0, mass[5] = { 0 };
+		for (int i = 0; i < nk; i++) {
+			CHECK(c[i].id >= 0 && c[i].id < 5 && isfinite(c[i].p) && c[i].p >= 0,
+			      "row %zu t %g: kept id %d p %g", r, temps[ti], c[i].id, c[i].p);
+			total += c[i].p;
+			mass[c[i].id] += c[i].p;
+		}
+		CHECK(fabs(total - 1) < 1e-6, "row %zu t %g: total %g", r, temps[ti], total);
+		/* Where the gap under the top is more than ~100 temperatures,
+		 * exp(-gap / t) is 0 in float: all the mass is on the top, shared
+		 * equally by its ties (top-p 0.5 keeps only one of two). */
+		if (temps[ti] <= 1e-30f && (r != 4 || temps[ti] <= 1e-40f) &&
+		    !(n_top[r] > 1 && pi == 1))
+			for (int i = 0; i < 5; i++)
+				CHECK(fabs(mass[i] - (top[r][i] ? 1.0 / n_top[r] : 0)) < 1e-6,
+				      "row %zu t %g k %d p %g min %g: id %d has %g", r,
+				      temps[ti], ks[ki], ps[pi], mins[mi], i, mass[i]);
+	}
+	/* A bad logit is named, also when tiny t overflows the others first. */
+	float x[5] = { 1, 2, 3, 4, NAN };
+	for (size_t ti = 0; ti < sizeof temps / sizeof temps[0]; ti++)
+		for (size_t ki = 0; ki < 3; ki++) {
+			struct sampler_params p = { .temperature = temps[ti], .top_k = ks[ki],
+						    .top_p = 1, .repetition_penalty = 1 };
+			x[4] = NAN;
+			CHECK(sampler_filter(s, x, &p, &e) < 0 && !strcmp(e.msg, "logit 4 is nan"),
+			      "NaN, t %g k %d: %s", temps[ti], ks[ki], e.msg);
+			x[4] = INFINITY;
+			CHECK(sampler_filter(s, x, &p, &e) < 0 && !strcmp(e.msg, "logit 4 is inf"),
+			      "+inf, t %g k %d: %s", temps[ti], ks[ki], e.msg);
+		}
+	/* A penalty below 1 that overflows a logit: the limit again (that
+	 * logit, divided by ~0, is the largest). */
+	float y[5] = { 1, 2, 0, -1, -5 };
+	int32_t ctx = 0;
+	CHECK(sampler_add_context(s, &ctx, 1, &e) == 0, "%s", e.msg);
+	struct sampler_params p = { .temperature = 1, .top_p = 1,
+				    .repetition_penalty = FLT_TRUE_MIN };
+	struct rng r;
+	rng_seed(&r, 1);
+	CHECK(sampler_next(s, y, &p, &r, &e) == 0, "penalty overflow: %s", e.msg);
+	p.temperature = 0;
+	CHECK(sampler_next(s, y, &p, NULL, &e) == 0, "penalty overflow, greedy: %s", e.msg);
 	sampler_free(s);
 }
 
@@ -322,6 +431,7 @@ int main(void)
 {
 	test_rng();
 	test_greedy_and_errors();
+	test_float_edges();
 	test_golden();
 	test_draw();
 	test_logsumexp();

@@ -142,9 +142,8 @@ static struct sampler_params params(const struct stream_header *h)
 		.min_p = sampler_f32_decimal(h->min_p),
 		.repetition_penalty = sampler_f32_decimal(h->repetition_penalty),
 	};
-	struct err e;
-	if (sampler_params_check(&p, &e) < 0)
-		cli_die("%s: logits stream header: %s", in_name, e.msg);
+	/* A flag wins over the header: only what is left of the header is
+	 * checked. */
 	if (!isnan(opt_temperature))
 		p.temperature = opt_temperature;
 	if (opt_top_k >= 0)
@@ -155,6 +154,9 @@ static struct sampler_params params(const struct stream_header *h)
 		p.min_p = opt_min_p;
 	if (!isnan(opt_penalty))
 		p.repetition_penalty = opt_penalty;
+	struct err e;
+	if (sampler_params_check(&p, &e) < 0)
+		cli_die("%s: logits stream header: %s", in_name, e.msg);
 	return p;
 }
 
