@@ -180,7 +180,7 @@ checked 3 tensors, 8 values: 1 NaN, 1 Inf"
 	rejects length-mismatch "tensor 'a': data_offsets: 4 bytes, but 2 elements of F32 need 8"
 }
 @test "duplicate tensor names are refused" {
-	rejects duplicate-name "tensor 'a': duplicate name"
+	rejects duplicate-name "header: not valid JSON (line 1, column 55): duplicate key 'a'"
 }
 @test "a tensor name that is not valid UTF-8 is refused, escaped" {
 	rejects bad-utf8-name "header: not valid JSON (line 1, column 4): byte 0xff is not valid UTF-8"

@@ -16,6 +16,18 @@ struct scan {
 	char why[64];          /* the reason, set by fail() */
 	struct literal { const char *at; size_t n; } *nums;  /* when not NULL: each number */
 	size_t n_nums, cap_nums;
+	/* The keys of the objects being read, innermost last: an object's
+	 * keys are checked for duplicates when it closes, then dropped. A key
+	 * with an escape is stored decoded in the arena (at an offset). */
+	struct key {
+		const unsigned char *at;  /* in the text, after the quote */
+		const char *text;         /* set when the object closes */
+		size_t n, off;
+		int decoded;
+	} *keys;
+	size_t n_keys, cap_keys;
+	char *arena;
+	size_t n_arena, cap_arena;
 	int oom;
 };
 
@@ -254,6 +266,137 @@ static int literal(struct scan *s, const char *word)
 	return 0;
 }
 
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 64;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(*p, c * size);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* The code point of the \uXXXX (or surrogate pair) at p, moving p past it
+ * (the scan has checked it). */
+static unsigned unescape_u(const unsigned char **p)
+{
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++) {
+		unsigned c = (*p)[i];
+		v = v << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	*p += 4;
+	if (v >= 0xd800 && v <= 0xdbff) {
+		*p += 2;
+		unsigned lo = unescape_u(p);
+		v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+	}
+	return v;
+}
+
+/* Records the key whose text (between its quotes, already scanned) is
+ * at[0..n), decoded when it holds an escape. */
+static int add_key(struct scan *s, const unsigned char *at, size_t n)
+{
+	if (grow((void **)&s->keys, &s->cap_keys, s->n_keys + 1, sizeof *s->keys) < 0)
+		goto oom;
+	struct key k = { at, NULL, n, 0, 0 };
+	if (memchr(at, '\\', n)) {
+		/* decoding never lengthens: \uXXXX is 6 bytes, UTF-8 at most 4 */
+		if (grow((void **)&s->arena, &s->cap_arena, s->n_arena + n, 1) < 0)
+			goto oom;
+		char *o = s->arena + s->n_arena;
+		size_t m = 0;
+		for (const unsigned char *p = at, *end = at + n; p < end;) {
+			if (*p != '\\') {
+				o[m++] = (char)*p++;
+				continue;
+			}
+			p++;
+			unsigned char c = *p++;
+			if (c != 'u') {
+				const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
+				o[m++] = to[strchr(from, c) - from];
+				continue;
+			}
+			unsigned cp = unescape_u(&p);
+			if (cp < 0x80) {
+				o[m++] = (char)cp;
+			} else if (cp < 0x800) {
+				o[m++] = (char)(0xc0 | cp >> 6);
+				o[m++] = (char)(0x80 | (cp & 0x3f));
+			} else if (cp < 0x10000) {
+				o[m++] = (char)(0xe0 | cp >> 12);
+				o[m++] = (char)(0x80 | (cp >> 6 & 0x3f));
+				o[m++] = (char)(0x80 | (cp & 0x3f));
+			} else {
+				o[m++] = (char)(0xf0 | cp >> 18);
+				o[m++] = (char)(0x80 | (cp >> 12 & 0x3f));
+				o[m++] = (char)(0x80 | (cp >> 6 & 0x3f));
+				o[m++] = (char)(0x80 | (cp & 0x3f));
+			}
+		}
+		k = (struct key){ at, NULL, m, s->n_arena, 1 };
+		s->n_arena += m;
+	}
+	s->keys[s->n_keys++] = k;
+	return 0;
+oom:
+	s->oom = 1;
+	return fail(s, "out of memory");
+}
+
+/* By text, then by place in the document. */
+static int by_text(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+	size_t n = x->n < y->n ? x->n : y->n;
+	int c = memcmp(x->text, y->text, n);
+	if (c)
+		return c;
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Checks the keys from base on (one object's) for a repeat, pointing s->p
+ * at the earliest key that repeats an earlier one; then drops them. */
+static int check_keys(struct scan *s, size_t base, size_t arena_base)
+{
+	size_t n = s->n_keys - base;
+	struct key *k = s->keys + base;
+	const unsigned char *dup = NULL;
+	if (n > 1) {
+		for (size_t i = 0; i < n; i++)
+			k[i].text = k[i].decoded ? s->arena + k[i].off : (const char *)k[i].at;
+		qsort(k, n, sizeof *k, by_text);
+		size_t di = 0;
+		for (size_t i = 1; i < n; i++)
+			if (k[i].n == k[i - 1].n &&
+			    !memcmp(k[i].text, k[i - 1].text, k[i].n) &&
+			    (!dup || k[i].at < dup)) {
+				dup = k[i].at;
+				di = i;
+			}
+		if (dup) {
+			char text[64], q[80];
+			size_t m = k[di].n < sizeof text - 1 ? k[di].n : sizeof text - 1;
+			memcpy(text, k[di].text, m);
+			text[m] = 0;
+			s->p = dup - 1;  /* the opening quote */
+			return fail(s, "duplicate key %s", json_quote(q, sizeof q, text));
+		}
+	}
+	s->n_keys = base;
+	s->n_arena = arena_base;
+	return 0;
+}
+
 static int value(struct scan *s, int depth)
 {
 	ws(s);
@@ -275,6 +418,7 @@ static int value(struct scan *s, int depth)
 	if (depth == JSON_MAX_DEPTH)
 		return fail(s, "nested deeper than %d", JSON_MAX_DEPTH);
 	unsigned char close = c == '[' ? ']' : '}';
+	size_t base = s->n_keys, arena_base = s->n_arena;
 	s->p++;
 	ws(s);
 	if (s->p < s->end && *s->p == close) {
@@ -286,7 +430,8 @@ static int value(struct scan *s, int depth)
 			ws(s);
 			if (s->p == s->end || *s->p != '"')
 				return unexpected(s, "a string key");
-			if (string(s) < 0)
+			const unsigned char *key = s->p + 1;
+			if (string(s) < 0 || add_key(s, key, (size_t)(s->p - 1 - key)) < 0)
 				return -1;
 			ws(s);
 			if (s->p == s->end || *s->p != ':')
@@ -302,7 +447,7 @@ static int value(struct scan *s, int depth)
 		}
 		if (s->p < s->end && *s->p == close) {
 			s->p++;
-			return 0;
+			return close == '}' ? check_keys(s, base, arena_base) : 0;
 		}
 		return unexpected(s, close == ']' ? "',' or ']'" : "',' or '}'");
 	}
@@ -337,7 +482,10 @@ static int scan_text(struct scan *s, const char *text, size_t len, const char *w
 int json_validate(const char *text, size_t len, const char *what, struct err *e)
 {
 	struct scan s = { 0 };
-	return scan_text(&s, text, len, what, e);
+	int rc = scan_text(&s, text, len, what, e);
+	free(s.keys);
+	free(s.arena);
+	return rc;
 }
 
 /* Gives each number node of the tree, in document order (the order cJSON
@@ -366,7 +514,10 @@ int json_parse_text(cJSON **out, const char *text, size_t len, const char *what,
 	struct scan s = { .nums = malloc(64 * sizeof *s.nums), .cap_nums = 64 };
 	if (!s.nums)
 		return err_set(e, "out of memory");
-	if (scan_text(&s, text, len, what, e) < 0) {
+	int bad = scan_text(&s, text, len, what, e);
+	free(s.keys);
+	free(s.arena);
+	if (bad) {
 		free(s.nums);
 		return -1;
 	}
@@ -417,37 +568,6 @@ void json_write_float(FILE *f, double x)
 		fprintf(f, "%.9g", x);
 	else
 		fputs("null", f);
-}
-
-static int by_key(const void *a, const void *b)
-{
-	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-	int c = strcmp(x->string, y->string);
-	if (c)
-		return c;
-	return (x > y) - (x < y);  /* stable: keep document order */
-}
-
-const cJSON *json_find_duplicate(const cJSON *obj)
-{
-	int n = cJSON_GetArraySize(obj);
-	if (n < 2)
-		return NULL;
-	const cJSON **v = malloc((size_t)n * sizeof *v);
-	if (!v)
-		return obj->child;  /* cannot tell: refuse rather than trust */
-	int i = 0;
-	for (const cJSON *c = obj->child; c; c = c->next)
-		v[i++] = c;
-	qsort(v, (size_t)n, sizeof *v, by_key);
-	const cJSON *dup = NULL;
-	for (i = 1; i < n; i++)
-		if (strcmp(v[i - 1]->string, v[i]->string) == 0) {
-			dup = v[i];
-			break;
-		}
-	free(v);
-	return dup;
 }
 
 bool utf8_valid(const char *s)

@@ -10,10 +10,11 @@
  * every text is first checked against RFC 8259 by json_validate, the one
  * validator, and json_parse_text keeps each number's literal so that
  * json_integer can take integers exactly as written. cJSON also accepts
- * duplicate keys (GetObjectItem returns the first, silently) and its error
- * position is a global; json_find_duplicate and the messages here fill
- * those gaps, and json_quote formats untrusted names and values so that a
- * message stays one printable line.
+ * duplicate keys (GetObjectItem returns the first, silently, where jq and
+ * Python take the last): json_validate refuses them, so every reader sees
+ * the one meaning. cJSON's error position is a global; the messages here
+ * give line and column, and json_quote formats untrusted names and values
+ * so that a message stays one printable line.
  */
 #ifndef JSONUTIL_H
 #define JSONUTIL_H
@@ -35,7 +36,9 @@
  * U+10FFFF), escapes from the RFC's list, each \uD800-\uDBFF followed by
  * a \uDC00-\uDFFF and no lone low one, no \u0000 (C strings cannot hold
  * it); numbers in the RFC's grammar and within a double's range; the
- * literals true, false, null; nesting at most JSON_MAX_DEPTH. On failure
+ * literals true, false, null; nesting at most JSON_MAX_DEPTH; no key twice
+ * in one object (compared after unescaping, so "a" and "\u0061" are the
+ * same; the later one is reported). On failure
  * fills e with "WHAT: not valid JSON (line L, column C): REASON" (without
  * "WHAT: " when what is NULL); L and C count lines and bytes from 1. */
 int json_validate(const char *text, size_t len, const char *what, struct err *e);
@@ -57,12 +60,6 @@ int json_integer(const cJSON *v, int64_t *out);
 /* Writes x to f as a JSON number with 9 significant digits (a float's
  * round trip), or null when x is not finite: JSON has no inf or NaN. */
 void json_write_float(FILE *f, double x);
-
-/* The first member of object obj whose key an earlier member already has,
- * or NULL. O(n log n). When it cannot allocate its scratch index it
- * returns obj's first member: the caller refuses the input rather than
- * trusting it unchecked. */
-const cJSON *json_find_duplicate(const cJSON *obj);
 
 /* True when s is well-formed UTF-8 (no overlongs, surrogates or code
  * points past U+10FFFF). */

@@ -103,12 +103,6 @@ static int parse_meta(struct st_file *f, const cJSON *meta, struct err *e)
 		if (!f->meta_keys[f->nmeta - 1] || !f->meta_vals[f->nmeta - 1])
 			return err_set(e, "out of memory");
 	}
-	const cJSON *dup = json_find_duplicate(meta);
-	if (dup) {
-		char key[128];
-		json_quote(key, sizeof key, dup->string);
-		return err_set(e, "__metadata__: %s: duplicate key", key);
-	}
 	return 0;
 }
 
@@ -124,12 +118,6 @@ static int parse_tensor(struct st_tensor *t, const cJSON *v, uint64_t data_size,
 		return err_set(e, "tensor %s: name is not valid UTF-8", qn);
 	if (!cJSON_IsObject(v))
 		return err_set(e, "tensor %s: not an object", qn);
-	const cJSON *dup = json_find_duplicate(v);
-	if (dup) {
-		char qk[64];
-		json_quote(qk, sizeof qk, dup->string);
-		return err_set(e, "tensor %s: %s: duplicate key", qn, qk);
-	}
 
 	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(v, "dtype");
 	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(v, "shape");
@@ -276,13 +264,6 @@ static int parse_header(struct st_file *f, const unsigned char *buf, size_t size
 	int rc = -1;
 	if (!cJSON_IsObject(root)) {
 		err_set(e, "header: not a JSON object");
-		goto out;
-	}
-	const cJSON *dup = json_find_duplicate(root);
-	if (dup) {
-		char qn[160];
-		json_quote(qn, sizeof qn, dup->string);
-		err_set(e, "tensor %s: duplicate name", qn);
 		goto out;
 	}
 	int n_items = cJSON_GetArraySize(root);

@@ -145,7 +145,7 @@ static void test_errors(void)
 		{ "{\"a\": 1,\n \"b\" 2}", "c.json: not valid JSON (line 2, column 6): "
 		  "unexpected '2', expected ':' after a key" },
 		{ "[1]", "c.json: not a JSON object" },
-		{ "{\"x\": 1, \"x\": 2}", "c.json: 'x': duplicate key" },
+		{ "{\"x\": 1, \"x\": 2}", "c.json: not valid JSON (line 1, column 10): duplicate key 'x'" },
 		{ "", "c.json: not valid JSON (line 1, column 1): unexpected end of text, "
 		  "expected a JSON value" },
 		{ "{\"model_type\": \"qw\nen2\"}", "c.json: not valid JSON (line 1, column 19): "

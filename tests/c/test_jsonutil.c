@@ -74,6 +74,18 @@ static const struct vcase cases[] = {
 	T("[\"abc", "not valid JSON (line 1, column 6): unterminated string"),
 	T("[1,\n2,\n\x0b]", "not valid JSON (line 3, column 1): unexpected byte 0x0b, expected a JSON value"),
 	T("/* c */ {}", "not valid JSON (line 1, column 1): unexpected '/', expected a JSON value"),
+	/* duplicate keys: compared unescaped, in every object at every depth,
+	 * the earliest repeat reported; equal keys in different objects and
+	 * prefixes of each other are fine */
+	T("{\"a\": 1, \"b\": {\"a\": 2}, \"ab\": [{\"a\": 1}, {\"a\": 2}]}", NULL),
+	T("{\"a\": 1, \"a\": 1}", "not valid JSON (line 1, column 10): duplicate key 'a'"),
+	T("{\"role\":\"user\",\n \"role\":\"bogus\"}", "not valid JSON (line 2, column 2): duplicate key 'role'"),
+	T("[{}, {\"x\": {\"k\": 1, \"y\": 2, \"k\": 3}}]", "not valid JSON (line 1, column 29): duplicate key 'k'"),
+	T("{\"a\": 1, \"\\u0061\": 2}", "not valid JSON (line 1, column 10): duplicate key 'a'"),
+	T("{\"\\ud83d\\ude00\": 1, \"\xf0\x9f\x98\x80\": 2}", "not valid JSON (line 1, column 21): duplicate key '\xf0\x9f\x98\x80'"),
+	T("{\"\\n\": 1, \"\\u000a\": 2}", "not valid JSON (line 1, column 11): duplicate key '\\x0a'"),
+	T("{\"b\": 1, \"c\": 1, \"c\": 2, \"b\": 2}", "not valid JSON (line 1, column 18): duplicate key 'c'"),
+	T("{\"\": 1, \"\": 2}", "not valid JSON (line 1, column 9): duplicate key ''"),
 };
 
 static void test_validate(void)
