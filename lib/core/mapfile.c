@@ -8,11 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int mapfile_open(struct mapfile *m, const char *path, struct err *e)
+int file_open_regular(const char *path, off_t *size, struct err *e)
 {
-	m->data = NULL;
-	m->size = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Not blocking: opening a FIFO for reading would wait for a writer. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, "%s: %s", path, strerror(errno));
 	struct stat st;
@@ -21,10 +20,28 @@ int mapfile_open(struct mapfile *m, const char *path, struct err *e)
 		close(fd);
 		return err_set(e, "%s: %s", path, strerror(saved));
 	}
-	if (S_ISDIR(st.st_mode)) {
+	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return err_set(e, "%s: is a directory", path);
+		return err_set(e, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" :
+			       S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file" :
+			       S_ISCHR(st.st_mode) ? "is a device, not a regular file" :
+			       "is not a regular file");
 	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (size)
+		*size = st.st_size;
+	return fd;
+}
+
+int mapfile_open(struct mapfile *m, const char *path, struct err *e)
+{
+	m->data = NULL;
+	m->size = 0;
+	off_t size;
+	int fd = file_open_regular(path, &size, e);
+	if (fd < 0)
+		return -1;
+	struct stat st = { .st_size = size };
 	if (st.st_size > 0) {
 		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (p == MAP_FAILED) {

@@ -7,6 +7,7 @@
 #define MAPFILE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include "core/err.h"
 
 struct mapfile {
@@ -14,7 +15,14 @@ struct mapfile {
 	size_t size;               /* bytes */
 };
 
-/* Maps path read-only. On failure fills e with "path: strerror". The caller
+/* Opens path for reading when it is a regular file (never waiting, as
+ * opening a FIFO would), storing its size in *size when size is not NULL.
+ * Returns the descriptor, or -1 with e "path: strerror", "path: is a
+ * directory", "path: is a FIFO, not a regular file", ... Every model,
+ * tokenizer and config file is opened through it. */
+int file_open_regular(const char *path, off_t *size, struct err *e);
+
+/* Maps path read-only (a regular file: file_open_regular). On failure fills e with "path: strerror". The caller
  * releases the mapping with mapfile_close. */
 int mapfile_open(struct mapfile *m, const char *path, struct err *e);
 

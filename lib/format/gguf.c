@@ -9,6 +9,8 @@
 #include "format/gguf.h"
 #include "core/jsonutil.h"
 
+#include "core/mapfile.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -594,7 +596,8 @@ bool gguf_sniff(const char *path)
 	size_t n = strlen(path);
 	if (n >= 5 && strcmp(path + n - 5, ".gguf") == 0)
 		return true;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct err e;
+	int fd = file_open_regular(path, NULL, &e);
 	if (fd < 0)
 		return false;
 	char b[4];

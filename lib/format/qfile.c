@@ -6,6 +6,8 @@
 #include "format/manifest.h"
 #include "kernels/quant.h"
 
+#include "core/mapfile.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -83,7 +85,8 @@ static uint64_t align_up(uint64_t v)
 
 bool qfile_sniff(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct err e;
+	int fd = file_open_regular(path, NULL, &e);
 	if (fd < 0)
 		return false;
 	char magic[8];

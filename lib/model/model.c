@@ -1,6 +1,7 @@
 /* model: see model.h. */
 #include "model/model.h"
 #include "core/bf16.h"
+#include "core/mapfile.h"
 #include "format/manifest.h"
 #include "format/modelpath.h"
 #include "format/qfile.h"
@@ -77,11 +78,9 @@ unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 	m->copy = p;
 	m->copy_size = bytes;
 	m->copied = 1;
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err_set(e, "%s: %s", name, strerror(errno));
+	int fd = file_open_regular(name, NULL, e);
+	if (fd < 0)
 		return NULL;
-	}
 	for (size_t done = 0; done < size;) {
 		size_t want = size - done < (1u << 30) ? size - done : (1u << 30);
 		ssize_t got = read(fd, p + pad + done, want);
