@@ -3,31 +3,55 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int idtext_append(const char *text, const char *name, long line, int n_vocab,
+/* tok[0..len) for a message: at most 24 bytes, control characters and
+ * bytes past ASCII as \xNN (so a NUL shows as one). */
+static const char *show(char *buf, const char *tok, size_t len)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len && i < 24; i++) {
+		unsigned char c = (unsigned char)tok[i];
+		if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\')
+			o += (size_t)sprintf(buf + o, "\\x%02x", c);
+		else
+			buf[o++] = (char)c;
+	}
+	if (len > 24)
+		o += (size_t)sprintf(buf + o, "...");
+	buf[o] = 0;
+	return buf;
+}
+
+int idtext_append(const char *text, size_t n, const char *name, long line, int n_vocab,
 		  struct idtext *out, struct err *e)
 {
-	const char *p = text;
+	const char *p = text, *end = text + n;
 	for (;;) {
-		while (isspace((unsigned char)*p))
+		while (p < end && isspace((unsigned char)*p))
 			line += *p++ == '\n';
-		if (!*p)
+		if (p == end)
 			return 0;
 		const char *tok = p;
-		while (*p && !isspace((unsigned char)*p))
+		while (p < end && !isspace((unsigned char)*p))
 			p++;
-		int len = (int)(p - tok);
-		char *end;
+		size_t len = (size_t)(p - tok);
+		char shown[24 * 4 + 4];
+		/* digits only, so that strtol cannot stop early (at a NUL, say) */
+		size_t d = 0;
+		while (d < len && isdigit((unsigned char)tok[d]))
+			d++;
+		if (d != len)
+			return err_set(e, "%s: line %ld: '%s' is not a token id", name, line,
+				       show(shown, tok, len));
 		errno = 0;
-		long v = strtol(tok, &end, 10);
-		if (end != p || !isdigit((unsigned char)tok[0]))
-			return err_set(e, "%s: line %ld: '%.*s' is not a token id", name, line,
-				       len, tok);
+		long v = len <= 18 ? strtol(tok, NULL, 10) : LONG_MAX;
 		if (errno || v >= n_vocab)
-			return err_set(e, "%s: line %ld: id %.*s is outside the vocabulary "
-				       "(0..%d)", name, line, len, tok, n_vocab - 1);
+			return err_set(e, "%s: line %ld: id %s is outside the vocabulary "
+				       "(0..%d)", name, line, show(shown, tok, len), n_vocab - 1);
 		if (out->n == out->cap) {
 			long cap = out->cap ? 2 * out->cap : 256;
 			int *more = realloc(out->ids, sizeof *more * (size_t)cap);
@@ -40,11 +64,11 @@ int idtext_append(const char *text, const char *name, long line, int n_vocab,
 	}
 }
 
-int *idtext_parse(const char *text, const char *name, int n_vocab, long *n,
+int *idtext_parse(const char *text, size_t len, const char *name, int n_vocab, long *n,
 		  struct err *e)
 {
 	struct idtext t = { 0 };
-	if (idtext_append(text, name, 1, n_vocab, &t, e) < 0) {
+	if (idtext_append(text, len, name, 1, n_vocab, &t, e) < 0) {
 		free(t.ids);
 		return NULL;
 	}

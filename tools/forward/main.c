@@ -174,7 +174,8 @@ static int read_prompt(struct input *in, struct prompt *p, int n_vocab)
 	p->t.n = 0;
 	p->keep = -1;
 	struct err e;
-	while (getline(&in->line, &in->cap, stdin) >= 0) {
+	ssize_t got;
+	while ((got = getline(&in->line, &in->cap, stdin)) >= 0) {
 		in->lineno++;
 		char *s = in->line;
 		while (isspace((unsigned char)*s))
@@ -189,7 +190,8 @@ static int read_prompt(struct input *in, struct prompt *p, int n_vocab)
 				return PROMPT_QUERY;
 			continue;
 		}
-		if (idtext_append(s, in_name, in->lineno, n_vocab, &p->t, &e) < 0)
+		if (idtext_append(s, (size_t)(in->line + got - s), in_name, in->lineno, n_vocab,
+				  &p->t, &e) < 0)
 			cli_die_err(&e);
 	}
 	if (ferror(stdin))

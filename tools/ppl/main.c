@@ -161,7 +161,7 @@ static int *read_ids(const char *path, long *n)
 	size_t len;
 	struct err e;
 	char *text = read_all(path, &len);
-	int *ids = idtext_parse(text, strcmp(path, "-") ? path : "<stdin>", INT_MAX, n, &e);
+	int *ids = idtext_parse(text, len, strcmp(path, "-") ? path : "<stdin>", INT_MAX, n, &e);
 	free(text);
 	if (!ids)
 		cli_die_err(&e);
