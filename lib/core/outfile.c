@@ -10,14 +10,43 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* What path names once its symbolic links are followed (a link may
+ * dangle: the file it names is then made), into out[PATH_MAX]. */
+static int resolve(char *out, const char *path, struct err *e)
+{
+	if (strlen(path) >= PATH_MAX)
+		return err_set(e, "%.200s: path too long", path);
+	strcpy(out, path);
+	for (int hops = 0;; hops++) {
+		struct stat sb;
+		if (lstat(out, &sb) < 0 || !S_ISLNK(sb.st_mode))
+			return 0;
+		if (hops == 40)
+			return err_set(e, "%s: %s", path, strerror(ELOOP));
+		char target[PATH_MAX], next[PATH_MAX];
+		ssize_t n = readlink(out, target, sizeof target - 1);
+		if (n < 0)
+			return err_set(e, "%s: %s", path, strerror(errno));
+		target[n] = 0;
+		if (target[0] == '/')
+			strcpy(next, target);
+		else if (path_beside(next, sizeof next, out, target, e) < 0)
+			return -1;
+		strcpy(out, next);
+	}
+}
+
 int outfile_open(struct outfile *o, const char *path, struct err *e)
 {
 	memset(o, 0, sizeof *o);
-	if (strlen(path) >= sizeof o->path)
-		return err_set(e, "%.200s: path too long", path);
-	strcpy(o->path, path);
+	if (resolve(o->path, path, e) < 0)
+		return -1;
+	path = o->path;
 	struct stat sb;
-	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		if (!S_ISCHR(sb.st_mode) && !S_ISFIFO(sb.st_mode))
+			return err_set(e, "%s: %s", path, S_ISDIR(sb.st_mode) ? strerror(EISDIR) :
+				       "is not a regular file, a FIFO or a device");
 		if (!(o->fp = fopen(path, "w")))
 			return err_set(e, "%s: %s", path, strerror(errno));
 		return 0;

@@ -9,10 +9,13 @@
  * syncs the file, then the directory, so that after a crash the
  * destination is either the old file or the whole new one.
  *
- * A destination that exists and is not a regular file (a FIFO,
- * /dev/stdout, a terminal, a symbolic link) is written directly: renaming
- * over it would replace the pipe, the device or the link instead of
- * writing into it.
+ * A symbolic link is followed (to the end of a chain, dangling or not):
+ * the temporary file goes beside the file it names, which the rename
+ * replaces, and the link stays. A destination that is a FIFO or a
+ * character device (/dev/stdout, a terminal, /dev/null) is a stream and
+ * is written directly: renaming over it would replace the pipe or the
+ * device instead of writing into it. Any other kind (a directory, a
+ * socket) is refused.
  */
 #ifndef OUTFILE_H
 #define OUTFILE_H
@@ -29,7 +32,8 @@ struct outfile {
 	                       * directly, and after commit or abort */
 };
 
-/* Opens path. Returns 0, or -1 with e "path: strerror". */
+/* Opens path. Returns 0, or -1 with e "path: strerror" (the path after
+ * its links are followed). */
 int outfile_open(struct outfile *o, const char *path, struct err *e);
 
 /* Flushes, syncs and closes the file, and renames it over the destination.

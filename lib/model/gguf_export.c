@@ -9,6 +9,7 @@
  * have no token "[PADn]" UNUSED (as llama.cpp pads them).
  */
 #include "model/gguf_export.h"
+#include "core/jsonutil.h"
 #include "core/bf16.h"
 #include "core/vocab.h"
 #include "format/gguf_arch.h"
@@ -203,13 +204,11 @@ int gguf_write_model(const char *out, const struct gguf_out_model *m, enum gguf_
 	struct gguf_writer w;
 	gguf_w_init(&w);
 	char *pads = malloc(24 * (size_t)m->cfg->vocab_size + 1), *pairs = NULL;
-	cJSON *j = cJSON_ParseWithLength(m->tok_json, m->tok_len);
+	cJSON *j;
 	struct outfile of;
 	int rc = -1;
-	if (!j) {
-		err_set(e, "%s: not valid JSON", m->tok_name);
+	if (json_parse_text(&j, m->tok_json, m->tok_len, m->tok_name, e) < 0)
 		goto out;
-	}
 	if (!pads) {
 		err_set(e, "out of memory");
 		goto out;

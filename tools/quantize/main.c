@@ -117,6 +117,19 @@ static void source_open(struct source *s, const char *model)
 		cli_die_err(&e);
 }
 
+/* Dies when the output (-o, --report) is one of the files the source was
+ * read from: it would be overwritten by what is made from it. */
+static void source_not_output(const struct source *s, const char *out, const char *flag)
+{
+	struct stat o, i;
+	if (!out || stat(out, &o) < 0)
+		return;
+	const char *const in[] = { s->mf.weights, s->mf.config, s->mf.gen, s->mf.tokenizer };
+	for (size_t k = 0; k < sizeof in / sizeof in[0]; k++)
+		if (stat(in[k], &i) == 0 && i.st_dev == o.st_dev && i.st_ino == o.st_ino)
+			cli_die_usage("%s: %s is the input %s", flag, out, in[k]);
+}
+
 static void source_close(struct source *s)
 {
 	manifest_free(&s->want);
@@ -202,6 +215,7 @@ static int write_gguf(const char *model, const char *out, const char *level, boo
 	struct err e;
 	struct source src;
 	source_open(&src, model);
+	source_not_output(&src, out, "-o");
 	const struct modelpath *mf = &src.mf;
 	if (!src.tok.size)
 		cli_die("%s: no tokenizer.json: a GGUF file carries its tokenizer", mf->tokenizer);
@@ -210,7 +224,9 @@ static int write_gguf(const char *model, const char *out, const char *level, boo
 	snprintf(tcp, sizeof tcp, "%.*stokenizer_config.json",
 		 (int)(strlen(mf->tokenizer) - strlen("tokenizer.json")), mf->tokenizer);
 	map_optional(&tc, tcp);
-	cJSON *tcj = tc.size ? cJSON_ParseWithLength((const char *)tc.data, tc.size) : NULL;
+	cJSON *tcj = NULL;
+	if (tc.size && json_parse_text(&tcj, (const char *)tc.data, tc.size, tcp, &e) < 0)
+		cli_die_err(&e);
 	const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(tcj, "chat_template");
 	char dir[PATH_MAX + 32];
 	snprintf(dir, sizeof dir, "%s", mf->config);
@@ -291,6 +307,8 @@ int main(int argc, char **argv)
 	struct err e;
 	struct source src;
 	source_open(&src, argv[optind]);
+	source_not_output(&src, out, "-o");
+	source_not_output(&src, report, "--report");
 	const struct modelpath *mf = &src.mf;
 
 	/* Every tensor planned before any byte is written. */
