@@ -69,7 +69,9 @@ static void rmsnorm(float *out, const float *x, const float *w, int n, float eps
 /* kexp (kernels.h), lane by lane. */
 KS_AI V vexp(V x)
 {
-	x = v_max(v_min(x, v_set1(KEXP_HI)), v_set1(KEXP_LO));
+	/* The clamp keeps a NaN, as kexp's comparisons do: min(a, b) and
+	 * max(a, b) return b when either is NaN, so x goes second. */
+	x = v_max(v_set1(KEXP_LO), v_min(v_set1(KEXP_HI), x));
 	V n = v_rint(v_mul(x, v_set1(KEXP_LOG2E)));
 	V r = v_fma(n, v_set1(-KEXP_C1), x);
 	r = v_fma(n, v_set1(-KEXP_C2), r);

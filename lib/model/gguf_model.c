@@ -1,10 +1,13 @@
 /* gguf_model: see gguf_model.h. */
 #include "model/gguf_model.h"
+#include "core/jsonutil.h"
 #include "core/bf16.h"
 #include "format/gguf_arch.h"
 #include "kernels/quant.h"
 
 #include <stdio.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +83,13 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += 2 + codes) {
 			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
 			memcpy(q + codes * k, b + 2, codes);
+			/* as qfile.c refuses a container's: the kernels would
+			 * spread it as NaN */
+			if (!isfinite(s[k])) {
+				char qn[160];
+				return err_set(L->e, "%s: tensor %s: scale %" PRIu64 " is not finite",
+					       L->name, json_quote(qn, sizeof qn, t->name), k);
+			}
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };

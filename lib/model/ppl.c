@@ -136,6 +136,14 @@ int ppl_run(struct forward *f, struct forward *ref, const int *ids, long n, int 
 				goto out;
 			s->seconds += time_now() - t0 - r.emit_seconds;
 		}
+		/* NaN or Inf in the weights: no number to report */
+		if (!isfinite(r.nll) || !isfinite(s->ref_nll_sum)) {
+			err_set(e, "chunk %ld: the %slog-likelihood is %g (NaN or Inf in the "
+				"weights? st-inspect --check finds them)", c,
+				isfinite(r.nll) ? "reference's " : "", isfinite(r.nll) ?
+				s->ref_nll_sum : r.nll);
+			goto out;
+		}
 		s->chunk_nll[c] = r.nll;
 		s->nll_sum += r.nll;
 		if (progress)

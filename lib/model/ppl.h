@@ -50,7 +50,9 @@ typedef void ppl_progress_fn(void *arg, int done, int total);
  * max_chunks chunks when max_chunks > 0) on f, and side by side with ref
  * when ref is not NULL (both must have the same vocabulary and a context of
  * at least chunk positions). Fills s (free with ppl_stats_free). Returns 0,
- * or -1 with e filled (no complete chunk, an id out of range, memory). */
+ * or -1 with e filled (no complete chunk, an id out of range, memory, a
+ * log-likelihood that is not finite: NaN or Inf in either model's
+ * weights). */
 int ppl_run(struct forward *f, struct forward *ref, const int *ids, long n, int chunk,
 	    int max_chunks, struct ppl_stats *s, ppl_progress_fn *progress,
 	    void *parg, struct err *e);

@@ -388,14 +388,64 @@ static void check_interleaved(void)
 	}
 }
 
+/* Non-finite inputs (a NaN or Inf weight's descendants) give NaN and Inf
+ * in the same places on every level, never a finite number that hides
+ * them: exp's clamp once turned NaN into exp(88). Where the scalar result
+ * is not NaN the bits are the same; a NaN's payload is not compared. */
+static int same_or_both_nan(const float *a, const float *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && !same_bits(&a[i], &b[i], 1)))
+			return 0;
+	return 1;
+}
+
+static void check_nonfinite(const struct kernels *ref, const struct kernels *k)
+{
+	const char *name = cpu_level_name(k->level);
+	const float specials[] = { NAN, INFINITY, -INFINITY, -NAN };
+	enum { N = 37 };
+	for (int si = 0; si < 4; si++)
+		for (int at = 0; at < N; at += 7) {
+			float g1[N], g2[N], u[N], s1[N], s2[N], r1[N], r2[N], w[N];
+			fill(g1, N, 3);
+			fill(u, N, 2);
+			fill(w, N, 1);
+			g1[at] = specials[si];
+			memcpy(g2, g1, sizeof g1);
+			memcpy(s1, g1, sizeof g1);
+			memcpy(s2, g1, sizeof g1);
+			ref->silu_mul(g1, u, N);
+			k->silu_mul(g2, u, N);
+			CHECK(same_or_both_nan(g1, g2, N), "%s silu_mul with %g at %d", name,
+			      specials[si], at);
+			CHECK(isnan(specials[si]) ? isnan(g1[at]) : !isnan(g1[at]) || specials[si] < 0,
+			      "scalar silu_mul of %g: %g", specials[si], g1[at]);
+			ref->softmax(s1, N);
+			k->softmax(s2, N);
+			CHECK(same_or_both_nan(s1, s2, N), "%s softmax with %g at %d", name,
+			      specials[si], at);
+			/* +inf - +inf and NaN make the whole row NaN */
+			if (specials[si] != -INFINITY)
+				CHECK(isnan(s1[0]) && isnan(s1[N - 1]), "scalar softmax with %g: %g",
+				      specials[si], s1[0]);
+			ref->rmsnorm(r1, s1, w, N, 1e-6f);
+			k->rmsnorm(r2, s1, w, N, 1e-6f);
+			CHECK(same_or_both_nan(r1, r2, N), "%s rmsnorm with %g at %d", name,
+			      specials[si], at);
+		}
+}
+
 int main(void)
 {
 	const struct kernels *ref = kernels_for(CPU_SCALAR);
 	check_reference(ref);
 	/* scripts/numerics-matrix reads this line for the levels to run */
 	printf("this machine: %s\n", cpu_level_name(cpu_level_env(NULL)));
-	for (int l = CPU_AVX2; l <= (int)cpu_level_env(NULL); l++)
+	for (int l = CPU_AVX2; l <= (int)cpu_level_env(NULL); l++) {
 		check_level(ref, kernels_for((enum cpu_level)l));
+		check_nonfinite(ref, kernels_for((enum cpu_level)l));
+	}
 	printf("vdpbf16ps: %s\n", kern_has_dpbf16() ? "yes" : "no (the scalar reference)");
 	check_b16();
 	check_interleaved();
