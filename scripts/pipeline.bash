@@ -20,16 +20,23 @@ qp_usage_error() {
 
 # qp_model MODEL: refuses a model directory that has a config but no
 # weights, saying how to get them, and sets qp_tok to the tok flags for
-# the model's tokenizer: a GGUF file's own (its tokenizer.ggml.* arrays and
-# chat template), a directory's tokenizer.json when it has one, else tok's
+# the model's tokenizer, decided by content, not by name: a GGUF file's
+# own (its tokenizer.ggml.* arrays and chat template) and a container's
+# embedded copy, whatever the file is called; the tokenizer.json of a
+# directory, or beside a safetensors file, when there is one; else tok's
 # default (the bundled Qwen2.5 one). Anything else wrong with MODEL (it
 # does not exist, a bad config, a damaged GGUF) forward or tok reports
 # itself.
 qp_model() {
-	local m=$1 bundled
+	local m=$1 bundled magic
 	qp_tok=()
-	if [[ $m = *.gguf ]]; then
-		qp_tok=(--tokenizer "$m")
+	if [ -f "$m" ]; then
+		magic=$(head -c 8 -- "$m" 2>/dev/null | tr -d '\0') || magic=
+		if [[ $magic = GGUF* || $magic = QWPQUANT ]]; then
+			qp_tok=(--tokenizer "$m")
+		elif [ -f "$(dirname -- "$m")/tokenizer.json" ]; then
+			qp_tok=(--tokenizer "$(dirname -- "$m")/tokenizer.json")
+		fi
 		return 0
 	fi
 	[ -d "$m" ] || return 0

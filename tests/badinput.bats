@@ -32,6 +32,10 @@ bad() {
 	fi
 }
 
+setup() {
+	load_assert
+}
+
 setup_file() {
 	# a container of qwen-shapes, and its size
 	quantize "$SHAPES" -o "$BATS_FILE_TMPDIR/s.q8" --level int8 2>/dev/null
@@ -315,8 +319,8 @@ config_dir() {
 	# vocabulary, and a frame shorter than the header's vocabulary is cut
 	bad 1 "sample: <stdin>: truncated frame at position 2" \
 		"{ head -c 4240 '$S/score-last'; printf 'FRME\x02\x00\x00\x00\x00\x00\x00\x00'; head -c 16 /dev/zero; } | sample"
-	# a stream that names a feedback FIFO nobody reads
-	bad 1 "sample: /tmp/qwenpipe.XXXX/ids: forward is not running (nobody reads the feedback channel)" \
+	# a stream that names a feedback FIFO forward did not make
+	bad 1 "sample: /tmp/qwenpipe.XXXX/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" \
 		"sample <'$S/generation'"
 }
 
@@ -537,4 +541,391 @@ config_dir() {
 	 sample --seed 1 --logprobs 1 --logprobs-file "$T/lp.jsonl" <"$S/score-all" >/dev/null)
 	[ "$(stat -c '%a' "$T/q.q8" "$T/tr.jsonl" "$T/lp.jsonl" | tr '\n' ' ')" = "640 640 640 " ]
 	[ -z "$(ls -A "$T" | grep tmp || true)" ]
+}
+
+# ---- values at the edges, and files that are not what they claim ----
+
+# A logits stream of vocabulary 8 (the header of the fuzz corpus's
+# score-last: eos 1 and 2, temperature 0.7, top-k 20, top-p 0.8), then one
+# frame at position 0 with the logits $1 (8 little-endian floats, printf
+# escapes).
+edge_stream() {
+	head -c 4240 "$ROOT/tests/fuzz/corpus/stream/score-last"
+	printf 'FRME\x00\x00\x00\x00\x01\x00\x00\x00\x03\x00\x00\x00'
+	printf "$1"
+}
+F_MAX='\xff\xff\x7f\x7f' F_HALF='\xff\xff\xff\x7e' F_NMAX='\xff\xff\x7f\xff'
+F_NINF='\x00\x00\x80\xff' F_ZERO='\x00\x00\x00\x00' F_NAN='\x00\x00\xc0\x7f'
+F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
+
+@test "sample: a temperature so small that the logits overflow is greedy's limit, at the float range's edges" {
+	export -f edge_stream
+	export F_MAX F_HALF F_NMAX F_NINF F_ZERO F_NAN F_INF F_MIN F_DENORM
+	# FLT_MAX at id 1, the rest below it by at least FLT_MAX / 2: every
+	# temperature below 1 makes id 1 certain (exp(-huge) is 0), and every
+	# quotient past FLT_MAX must not read as an inf logit
+	row='$F_HALF$F_MAX$F_NMAX$F_NINF$F_ZERO$F_HALF$F_NMAX$F_ZERO'
+	for t in 0.5 1e-10 1e-38 1.17549435e-38 1e-40 1.4e-45 1e-46; do
+		for f in "" "--top-k 0" "--top-k 2" "--top-p 1 --top-k 0" "--top-p 0.5" "--min-p 0.5 --top-k 0" "--repeat-penalty 0.5"; do
+			run --separate-stderr -0 bash -c "edge_stream \"$row\" | sample --seed 1 --emit-eos --temperature $t $f"
+			[ "$output" = 1 ] || { echo "t $t $f: $output $stderr" >&2; return 1; }
+		done
+	done
+	# all negative, tiny and denormal: every quotient is -inf; the limit is
+	# still the largest (id 6), not "no logit is finite"
+	row='$F_NMAX$F_NINF$F_NMAX$F_NMAX$F_NINF$F_NMAX\x00\x00\x80\xbf$F_NMAX'
+	for t in 1e-38 1.4e-45 0.7 1; do
+		run --separate-stderr -0 bash -c "edge_stream \"$row\" | sample --seed 1 --emit-eos --temperature $t --top-k 0"
+		[ "$output" = 6 ] || { echo "t $t: $output $stderr" >&2; return 1; }
+	done
+	row='$F_MIN$F_DENORM$F_ZERO$F_ZERO$F_ZERO$F_ZERO$F_ZERO$F_ZERO'
+	run --separate-stderr -0 bash -c "edge_stream \"$row\" | sample --seed 1 --emit-eos --temperature 1e-44 --top-k 0"
+	assert_output 0
+	# a bad logit is named by its own index, however small the temperature
+	row='$F_ZERO$F_ZERO$F_ZERO$F_MAX$F_ZERO$F_ZERO$F_ZERO$F_NAN'
+	bad 1 "sample: <stdin>: frame at position 0: logit 7 is nan" "edge_stream \"$row\" | sample --temperature 1e-38 --top-k 0"
+	row='$F_ZERO$F_ZERO$F_ZERO$F_MAX$F_ZERO$F_ZERO$F_INF$F_ZERO'
+	bad 1 "sample: <stdin>: frame at position 0: logit 6 is inf" "edge_stream \"$row\" | sample --temperature 1e-45 --top-k 5"
+	# the real model: a tiny temperature draws greedy's ids, leaving no
+	# logprobs temporary file behind
+	private_tmpdir
+	echo 1 2 3 | forward "$TINY" --score >"$BATS_TEST_TMPDIR/s"
+	want=$(sample --greedy <"$BATS_TEST_TMPDIR/s")
+	for t in 1e-38 1e-40 1.4e-45; do
+		run -0 sample --temperature $t --top-k 0 --seed 1 --logprobs 2 --logprobs-file "$BATS_TEST_TMPDIR/lp" <"$BATS_TEST_TMPDIR/s"
+		[ "$output" = "$want" ]
+	done
+	run -0 ls -A "$BATS_TEST_TMPDIR"
+	refute_output --partial ".tmp."
+}
+
+@test "sampling settings outside float32 are refused where they are read; a flag wins over the stream header" {
+	config_dir '.'
+	printf '{"temperature": 1e300}' >"$M/generation_config.json"
+	bad 1 "forward: $M/generation_config.json: temperature: 1e+300 is out of range [0, 3.40282e+38]" "echo 1 | forward '$M' --score"
+	bad 1 "quantize: $M/generation_config.json: temperature: 1e+300 is out of range [0, 3.40282e+38]" "quantize '$M' -o '$M/x.q8' --level int8"
+	printf '{"repetition_penalty": 1e-300}' >"$M/generation_config.json"
+	bad 1 "forward: $M/generation_config.json: repetition_penalty: 1e-300 is out of range [1.4013e-45, 3.40282e+38]" "echo 1 | forward '$M' --score"
+	printf '{"repetition_penalty": 1e39}' >"$M/generation_config.json"
+	bad 1 "forward: $M/generation_config.json: repetition_penalty: 1e+39 is out of range [1.4013e-45, 3.40282e+38]" "echo 1 | forward '$M' --score"
+	[ ! -e "$M/x.q8" ]
+	# GGUF general.sampling.*: a float32 +inf, and the same checks
+	G=$BATS_TEST_TMPDIR/g.gguf
+	quantize "$TINY" -o "$G" --format gguf --level q8_0 2>/dev/null
+	patch_key() {  # patch_key KEY FLOAT32-BYTES: the FLOAT32 value of KEY
+		local at
+		at=$(grep -obUa "$1" "$G" | head -1 | cut -d: -f1)
+		[ "$(od -An -tu4 -j$((at + ${#1})) -N4 "$G" | tr -d ' ')" = 6 ]
+		printf "$2" | dd of="$G" bs=1 seek=$((at + ${#1} + 4)) conv=notrunc 2>/dev/null
+	}
+	cp "$G" "$G.orig"
+	patch_key general.sampling.temp "$F_INF"
+	bad 1 "forward: $G: key 'general.sampling.temp': inf is not a finite number" "echo 1 | forward '$G' --score"
+	bad 1 "st-inspect: $G: key 'general.sampling.temp': inf is not a finite number" "st-inspect '$G'"
+	cp "$G.orig" "$G"
+	patch_key general.sampling.penalty_repeat "$F_DENORM"
+	run -0 st-inspect "$G"  # a denormal penalty is a positive float32
+	patch_key general.sampling.penalty_repeat "$F_ZERO"
+	bad 1 "forward: $G: key 'general.sampling.penalty_repeat': 0 is out of range [1.4013e-45, 3.40282e+38]" "echo 1 | forward '$G' --score"
+	# the stream header: checked after the flags, so a flag wins
+	S=$BATS_TEST_TMPDIR/s
+	edge_stream '\x00\x00\x80\x3f\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >"$S"
+	printf "$F_INF" | dd of="$S" bs=1 seek=56 conv=notrunc 2>/dev/null
+	bad 1 "sample: <stdin>: logits stream header: temperature: inf is out of range [0, 3.40282e+38]" "sample <'$S'"
+	run -0 sample --greedy --emit-eos <"$S"
+	assert_output 0
+	run -0 sample --temperature 0.7 --seed 1 --emit-eos <"$S"
+	printf "$F_INF" | dd of="$S" bs=1 seek=72 conv=notrunc 2>/dev/null
+	bad 1 "sample: <stdin>: logits stream header: temperature: inf is out of range [0, 3.40282e+38]" "sample --repeat-penalty 1 <'$S'"
+	bad 1 "sample: <stdin>: logits stream header: repetition_penalty: inf is out of range [1.4013e-45, 3.40282e+38]" "sample --greedy <'$S'"
+	run -0 sample --greedy --repeat-penalty 1.1 --emit-eos <"$S"
+}
+
+@test "GGUF hyperparameters get the checks of their config.json counterparts" {
+	G=$BATS_TEST_TMPDIR/g.gguf
+	quantize "$TINY" -o "$G" --format gguf --level q8_0 2>/dev/null
+	cp "$G" "$G.orig"
+	patch() {  # patch KEY BYTES
+		local at
+		cp "$G.orig" "$G"
+		at=$(grep -obUa "$1" "$G" | head -1 | cut -d: -f1)
+		printf "$2" | dd of="$G" bs=1 seek=$((at + ${#1} + 4)) conv=notrunc 2>/dev/null
+	}
+	patch qwen2.rope.freq_base "$F_INF"
+	bad 1 "forward: $G: key 'qwen2.rope.freq_base': inf is not a finite number" "echo 1 | forward '$G' --score"
+	bad 1 "st-inspect: $G: key 'qwen2.rope.freq_base': inf is not a finite number" "st-inspect '$G'"
+	patch qwen2.rope.freq_base "$F_NAN"
+	bad 1 "forward: $G: key 'qwen2.rope.freq_base': nan is not a finite number" "echo 1 | forward '$G' --score"
+	patch qwen2.rope.freq_base "$F_NMAX"
+	bad 1 "forward: $G: key 'qwen2.rope.freq_base': -3.40282e+38 is out of range (0, inf]" "echo 1 | forward '$G' --score"
+	patch qwen2.attention.layer_norm_rms_epsilon "$F_NAN"
+	bad 1 "forward: $G: key 'qwen2.attention.layer_norm_rms_epsilon': nan is not a finite number" "echo 1 | forward '$G' --score"
+	patch qwen2.attention.layer_norm_rms_epsilon "$F_ZERO"
+	bad 1 "st-inspect: $G: key 'qwen2.attention.layer_norm_rms_epsilon': 0 is out of range (0, 1]" "st-inspect '$G'"
+}
+
+@test "duplicate JSON keys are refused in every JSON read, with their line and column" {
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 17): duplicate key 'role'" \
+		"echo '[{\"role\":\"user\",\"role\":\"bogus\",\"content\":\"x\"}]' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 2, column 1): duplicate key 'content'" \
+		"printf '[{\"role\":\"user\",\"content\":\"x\",\n\"content\":\"y\"}]' | tok chat"
+	bad 1 "tok: <stdin>: not valid JSON (line 1, column 17): duplicate key 'role'" \
+		"echo '[{\"role\":\"user\",\"\\u0072ole\":\"user\",\"content\":\"x\"}]' | tok chat"
+	config_dir '.'
+	printf '{"top_k": 20,\n  "top_k": 40}' >"$M/generation_config.json"
+	bad 1 "forward: $M/generation_config.json: not valid JSON (line 2, column 3): duplicate key 'top_k'" "echo 1 | forward '$M' --score"
+	jq -c '. + {"x": {"a": 1}}' "$SHAPES/config.json" | sed 's/"a":1/"a":1,"a":2/' >"$M/config.json"
+	rm "$M/generation_config.json"
+	run --separate-stderr -1 st-inspect "$M"
+	[[ $stderr = "st-inspect: $M/config.json: not valid JSON (line 1, column "*"): duplicate key 'a'" ]]
+	D=$BATS_TEST_TMPDIR/tk
+	mkdir -p "$D"
+	printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "a": 2}}}' >"$D/tokenizer.json"
+	bad 1 "tok: $D/tokenizer.json: not valid JSON (line 1, column 53): duplicate key 'a'" "echo hi | tok encode --tokenizer '$D'"
+	ln -sf "$DATA/qwen2.5-0.5b-instruct/tokenizer.json" "$D/tokenizer.json"
+	printf '{"chat_template": "a", "chat_template": "b"}' >"$D/tokenizer_config.json"
+	bad 1 "tok: $D/tokenizer_config.json: not valid JSON (line 1, column 24): duplicate key 'chat_template'" \
+		"tok chat --user hi --tokenizer '$D'"
+	bad 1 "st-inspect: $BATS_FILE_TMPDIR/mal/duplicate-name.safetensors: header: not valid JSON (line 1, column 55): duplicate key 'a'" \
+		"st-inspect '$BATS_FILE_TMPDIR/mal/duplicate-name.safetensors'"
+}
+
+@test "a FIFO or a device given as a model, tokenizer or config is refused, not waited on" {
+	P=$BATS_TEST_TMPDIR/fifo
+	mkfifo "$P"
+	bad 1 "st-inspect: $P: is a FIFO, not a regular file" "timeout 10 st-inspect '$P'"
+	bad 1 "forward: $P: is a FIFO, not a regular file" "echo 1 | timeout 10 forward '$P' --score"
+	bad 1 "tok: $P: is a FIFO, not a regular file" "echo hi | timeout 10 tok encode --tokenizer '$P'"
+	bad 1 "quantize: $P: is a FIFO, not a regular file" "timeout 10 quantize '$P' -o '$BATS_TEST_TMPDIR/x.q8' --level int8"
+	bad 1 "ppl: $P: is a FIFO, not a regular file" "timeout 10 ppl '$P' --max-chunks 1"
+	bad 1 "forward: /dev/zero: is a device, not a regular file" "echo 1 | timeout 10 forward /dev/zero --score"
+	config_dir '.'
+	rm "$M/config.json"
+	mkfifo "$M/config.json"
+	bad 1 "forward: $M/config.json: is a FIFO, not a regular file" "echo 1 | timeout 10 forward '$M' --score"
+	bad 1 "st-inspect: $M/config.json: is a FIFO, not a regular file" "timeout 10 st-inspect '$M'"
+	rm "$M/config.json"
+	cp "$SHAPES/config.json" "$M/"
+	mkfifo "$M/generation_config.json"
+	bad 1 "forward: $M/generation_config.json: is a FIFO, not a regular file" "echo 1 | timeout 10 forward '$M' --score"
+	[ ! -e "$BATS_TEST_TMPDIR/x.q8" ]
+}
+
+@test "ids after a NUL are not dropped: the NUL is an error, shown escaped" {
+	bad 1 "forward: <stdin>: line 1: '2\\x00' is not a token id" \
+		"printf '1 2\\0 999999999 foo\\n3\\n' | forward '$TINY' --score"
+	bad 1 "forward: <stdin>: line 2: '\\x00' is not a token id" "printf '1\\n\\0\\n' | forward '$TINY' --score"
+	bad 1 "forward: <stdin>: line 1: 'a\\x1b[31mb' is not a token id" "printf '1 a\\033[31mb\\n' | forward '$TINY' --score"
+	printf '1 2 3\0 4\n' >"$BATS_TEST_TMPDIR/ids"
+	bad 1 "ppl: $BATS_TEST_TMPDIR/ids: line 1: '3\\x00' is not a token id" \
+		"ppl '$TINY' --ids '$BATS_TEST_TMPDIR/ids' --chunk 2"
+}
+
+@test "an output through a symbolic link is written beside its target, whole; an output that is an input is refused" {
+	d=$BATS_TEST_TMPDIR
+	quantize "$SHAPES" -o "$d/real.q8" --level int8 2>/dev/null
+	cmp -s "$d/real.q8" "$BATS_FILE_TMPDIR/s.q8"
+	ln -s real.q8 "$d/link.q8"
+	# killed at random points: the target is the old file or a whole new
+	# one, the link stays a link, and no temporary file is left
+	for i in 1 2 3 4 5 6; do
+		quantize "$SHAPES" -o "$d/link.q8" --level int4 2>/dev/null &
+		sleep "0.0$((RANDOM % 9))"
+		kill -9 $! 2>/dev/null || true
+		wait $! 2>/dev/null || true
+		[ -L "$d/link.q8" ]
+		st-inspect "$d/real.q8" >/dev/null
+	done
+	rm -f "$d"/.real.q8.tmp.*  # kill -9 cannot clean up; SIGTERM does
+	quantize "$SHAPES" -o "$d/link.q8" --level int4 2>/dev/null &
+	sleep 0.05
+	kill -TERM $! 2>/dev/null || true
+	wait $! 2>/dev/null || true
+	[ -L "$d/link.q8" ] && st-inspect "$d/real.q8" >/dev/null
+	quantize "$SHAPES" -o "$d/link.q8" --level int4 2>/dev/null
+	[ -L "$d/link.q8" ] && [ "$(readlink "$d/link.q8")" = real.q8 ]
+	run -0 st-inspect "$d/real.q8"
+	assert_line --partial "int4"
+	# a chain of links, and a dangling one: the file it names is made
+	ln -s link.q8 "$d/chain.q8"
+	ln -s nowhere.q8 "$d/dangling.q8"
+	quantize "$SHAPES" -o "$d/chain.q8" --level int8 2>/dev/null
+	quantize "$SHAPES" -o "$d/dangling.q8" --level int8 2>/dev/null
+	cmp "$d/real.q8" "$BATS_FILE_TMPDIR/s.q8"
+	cmp "$d/nowhere.q8" "$BATS_FILE_TMPDIR/s.q8"
+	[ -L "$d/chain.q8" ] && [ -L "$d/dangling.q8" ]
+	[ -z "$(ls -A "$d" | grep tmp)" ]
+	# an output that is one of the inputs
+	M=$d/m
+	mkdir -p "$M"
+	cp "$SHAPES/config.json" "$SHAPES/model.safetensors" "$M/"
+	bad 2 "quantize: -o: $M/model.safetensors is the input $M/model.safetensors" "quantize '$M' -o '$M/model.safetensors' --level int8"
+	ln -s model.safetensors "$M/alias"
+	bad 2 "quantize: -o: $M/alias is the input $M/model.safetensors" "quantize '$M' -o '$M/alias' --level int8"
+	bad 2 "quantize: --report: $M/config.json is the input $M/config.json" "quantize '$M' -o '$d/x.q8' --level int8 --report '$M/config.json'"
+	bad 2 "quantize: -o: $M/config.json is the input $M/config.json" "quantize '$M' -o '$M/config.json' --format gguf --level bf16"
+	cmp "$M/model.safetensors" "$SHAPES/model.safetensors"
+	cmp "$M/config.json" "$SHAPES/config.json"
+}
+
+@test "sample writes into and removes only the feedback FIFO forward made" {
+	private_tmpdir
+	S=$BATS_TEST_TMPDIR/stream
+	# name(PATH): the corpus's generation stream, naming PATH as its FIFO
+	name() {
+		cp "$ROOT/tests/fuzz/corpus/stream/generation" "$S"
+		{ printf '%s' "$1"; head -c $((4096 - ${#1})) /dev/zero; } |
+			dd of="$S" bs=1 seek=144 conv=notrunc 2>/dev/null
+	}
+	V=$BATS_TEST_TMPDIR/victim
+	mkdir -p "$V"
+	mkfifo "$V/ids"
+	# someone else's FIFO, with a reader: nothing is written, nothing removed
+	exec 7<> "$V/ids"
+	name "$V/ids"
+	bad 1 "sample: $V/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" "sample <'$S'"
+	[ -p "$V/ids" ]
+	run timeout 1 head -c 1 <&7
+	[ "$output" = "" ]
+	exec 7<&-
+	# forward's shape, but not private, or a link, or not a FIFO
+	F=$TMPDIR/forward.abcdef
+	mkdir -m 755 "$F"
+	mkfifo "$F/ids"
+	name "$F/ids"
+	bad 1 "sample: $F/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" "sample <'$S'"
+	[ -p "$F/ids" ]
+	rm -r "$F"
+	ln -s "$V" "$F"
+	bad 1 "sample: $F/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" "sample <'$S'"
+	[ -p "$V/ids" ]
+	rm "$F"
+	mkdir -m 700 "$F"
+	: >"$F/ids"
+	bad 1 "sample: $F/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" "sample <'$S'"
+	[ -f "$F/ids" ]
+	name "$TMPDIR/forward.abcdefg/ids"
+	bad 1 "sample: $TMPDIR/forward.abcdefg/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" "sample <'$S'"
+	# the right shape, nobody reading
+	rm "$F/ids"
+	mkfifo "$F/ids"
+	name "$F/ids"
+	bad 1 "sample: $F/ids: forward is not running (nobody reads the feedback channel)" "sample <'$S'"
+	[ -p "$F/ids" ]
+}
+
+@test "NaN or Inf in a bias or a block scale: the same on every SIMD level, refused by sample and ppl" {
+	M=$BATS_TEST_TMPDIR/m
+	mkdir -p "$M"
+	cp "$SHAPES/config.json" "$M/"
+	seq 1 300 >"$BATS_TEST_TMPDIR/ids"
+	# a bf16 NaN, then +Inf, as the first element of
+	# model.layers.0.self_attn.q_proj.bias (at byte 5476400): the logits
+	# are the same bits on every level, NaN included (Inf - Inf makes
+	# x86's default NaN, negative)
+	for v in 'nan \xc0\x7f' '-nan \x80\x7f'; do
+		cp "$SHAPES/model.safetensors" "$M/"
+		printf "${v#* }" | dd of="$M/model.safetensors" bs=1 seek=5476400 conv=notrunc 2>/dev/null
+		echo 1 2 | QWENPIPE_SIMD=scalar forward "$M" --score >"$BATS_TEST_TMPDIR/scalar" 2>/dev/null
+		for level in scalar avx2 avx512; do
+			export QWENPIPE_SIMD=$level
+			bad 0 "forward: warning: position 1: logit 0 is ${v%% *} (NaN or Inf in the weights? st-inspect --check finds them)" \
+				"echo 1 2 | forward '$M' --score >'$BATS_TEST_TMPDIR/$level.out'"
+			cmp "$BATS_TEST_TMPDIR/scalar" "$BATS_TEST_TMPDIR/$level.out"
+			bad 1 "sample: <stdin>: frame at position 1: logit 0 is nan" "echo 1 2 | forward '$M' --score 2>/dev/null | sample"
+			bad 1 "ppl: fp32: chunk 0: the log-likelihood is nan (NaN or Inf in the weights? st-inspect --check finds them)" \
+				"ppl '$M' --ids '$BATS_TEST_TMPDIR/ids' --chunk 64 --max-chunks 1 --no-compare"
+		done
+	done
+	unset QWENPIPE_SIMD
+	# a GGUF Q4_0 block whose f16 scale is NaN, then Inf: refused at load
+	G=$BATS_TEST_TMPDIR/q.gguf
+	quantize "$TINY" -o "$G" --format gguf --level q4_0 2>/dev/null
+	at=$(st-inspect "$G" --tensor blk.0.attn_q.weight --json | jq .offset)
+	for v in '\x00\x7e' '\x00\x7c' '\x00\xfc'; do
+		printf "$v" | dd of="$G" bs=1 seek="$at" conv=notrunc 2>/dev/null
+		bad 1 "forward: $G: tensor 'blk.0.attn_q.weight': scale 0 is not finite" "echo 1 2 | forward '$G' --score"
+		bad 1 "ppl: $G: tensor 'blk.0.attn_q.weight': scale 0 is not finite" "ppl '$G' --max-chunks 1"
+	done
+	run -1 st-inspect --check "$G"
+	assert_line "blk.0.attn_q.weight: 1 NaN, 31 Inf"  # -inf times a code of 0
+}
+
+@test "the scripts use a model file's own tokenizer whatever the file is called" {
+	d=$BATS_TEST_TMPDIR
+	M=$d/m
+	mkdir -p "$M"
+	cp "$TINY/config.json" "$TINY/generation_config.json" "$TINY/model.safetensors" "$TINY/tokenizer_config.json" "$M/"
+	# the tiny model's tokenizer with the ids of "ROM" and " the" swapped
+	a=$(printf 'ROMEO:' | tok encode | head -1) b=$(printf ' the' | tok encode)
+	jq --argjson a "$a" --argjson b "$b" '.model.vocab |= with_entries(
+		if .value == $a then .value = $b elif .value == $b then .value = $a else . end)' \
+		"$TINY/tokenizer.json" >"$M/tokenizer.json"
+	quantize "$M" -o "$d/container.bin" --level int8 2>/dev/null
+	quantize "$M" -o "$d/gguf.bin" --format gguf --level q8_0 2>/dev/null
+	for f in container.bin gguf.bin; do
+		F=$d/$f
+		run -0 "$ROOT/scripts/generate" "$F" "ROMEO:" --greedy -n 16
+		want=$(printf 'ROMEO:' | tok encode --tokenizer "$F" | forward "$F" | sample --greedy -n 16 | tok decode --tokenizer "$F")
+		[ "$output" = "$want" ] || { echo "$f: $output / $want" >&2; return 1; }
+		# the bundled tokenizer would say otherwise
+		[ "$(printf 'ROMEO:' | tok encode --tokenizer "$F")" != "$(printf 'ROMEO:' | tok encode)" ]
+	done
+	# a safetensors file given as the model: the tokenizer.json beside it
+	run -0 "$ROOT/scripts/generate" "$M/model.safetensors" "ROMEO:" --greedy -n 16
+	[ "$output" = "$(printf 'ROMEO:' | tok encode --tokenizer "$M" | forward "$M" | sample --greedy -n 16 | tok decode --tokenizer "$M")" ]
+}
+
+@test "chat: /save writes whole or not at all, through a link into its target" {
+	private_tmpdir
+	CHAT="$ROOT/scripts/chat"
+	d=$BATS_TEST_TMPDIR
+	printf 'hello\n/save %s\n' "$d/c.json" | "$CHAT" "$TINY" -n 4 --seed 1 >/dev/null 2>&1
+	cp "$d/c.json" "$d/before"
+	# a save that fails midway (jq writes part of the file and fails)
+	# leaves the previous file, and no temporary one
+	shim=$d/shim
+	mkdir -p "$shim"
+	printf '#!/bin/sh\nif [ "$1" = . ] && [ "${2##*/}" = history ]; then printf %s; exit 1; fi\nexec %s "$@"\n' \
+		"'[{\"role\"'" "$(command -v jq)" >"$shim/jq"
+	chmod +x "$shim/jq"
+	run --separate-stderr -0 bash -c "printf 'again\n/save %s\n' '$d/c.json' | PATH='$shim:$PATH' '$CHAT' '$TINY' -n 4 --seed 1"
+	[ "${stderr_lines[-1]}" = "chat: $d/c.json: cannot write it" ]
+	cmp "$d/c.json" "$d/before"
+	run -0 ls -A "$d"
+	refute_output --partial ".c.json"
+	# through a link: the target gets the conversation, the link stays
+	ln -s c.json "$d/link.json"
+	printf '/load %s\nagain\n/save %s\n' "$d/c.json" "$d/link.json" | "$CHAT" "$TINY" -n 4 --seed 1 >/dev/null 2>&1
+	[ -L "$d/link.json" ]
+	[ "$(jq length "$d/c.json")" = 4 ]
+	tmpdir_empty
+}
+
+@test "chat: a long loaded conversation is trimmed to the fewest dropped turns in O(log n) renders" {
+	private_tmpdir
+	d=$BATS_TEST_TMPDIR
+	jq -n '[range(800) | {role: "user", content: "Who art thou, good sir \(.)?"},
+		{role: "assistant", content: "I am a man of Verona."}]' >"$d/big.json"
+	# count the renders: each is one jq with --argjson k
+	shim=$d/shim
+	mkdir -p "$shim"
+	printf '#!/bin/sh\ncase " $* " in *" --argjson k "*) echo >>%s ;; esac\nexec %s "$@"\n' \
+		"$d/renders" "$(command -v jq)" >"$shim/jq"
+	chmod +x "$shim/jq"
+	run --separate-stderr -0 bash -c "printf '/load %s\nhello\n' '$d/big.json' | PATH='$shim:$PATH' '$ROOT/scripts/chat' '$TINY' --ctx 512 -n 4 --seed 1 -v"
+	[ "${stderr_lines[1]}" = "chat: loaded 1600 messages from $d/big.json" ]
+	[[ ${stderr_lines[2]} =~ ^"chat: the context is full: the oldest "([0-9]+)" turns are dropped, and the "([0-9]+)" positions kept are computed once again"$ ]]
+	k=${BASH_REMATCH[1]} p=${BASH_REMATCH[2]}
+	# independently: what is kept fits with room for 4 tokens (the answer
+	# limit), and keeping one turn more would not
+	kept() { jq --argjson k "$1" '.[$k:] + [{role: "user", content: "hello"}]' "$d/big.json" | tok chat | wc -l; }
+	[ "$(kept $((2 * k)))" = "$p" ]
+	[ $((p + 4)) -le 512 ]
+	[ $(($(kept $((2 * k - 2))) + 4)) -gt 512 ]
+	# the first render, a binary search over 800 turns (10 steps), the
+	# render of what is kept and the trim itself: at most 13 (it was one
+	# render per dropped turn, 790)
+	n=$(wc -l <"$d/renders")
+	[ "$n" -ge 3 ] && [ "$n" -le 13 ] || { echo "$n renders" >&2; return 1; }
 }

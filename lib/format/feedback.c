@@ -11,18 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Where forward makes its directory: $TMPDIR, else /tmp. */
-static const char *tmp_dir(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	return tmp && *tmp ? tmp : "/tmp";
-}
-
 int feedback_open(struct feedback *fb, struct err *e)
 {
 	memset(fb, 0, sizeof *fb);
 	fb->fd = -1;
-	const char *tmp = tmp_dir();
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
 	if (strlen(tmp) > sizeof fb->dir - 32)
 		return err_set(e, "TMPDIR: path too long");
 	snprintf(fb->dir, sizeof fb->dir, "%.4000s/forward.XXXXXX", tmp);
@@ -140,26 +135,27 @@ void feedback_close(struct feedback *fb)
 }
 
 
-/* Whether path has the shape feedback_open gives it, TMPDIR/forward.XXXXXX/ids
- * (with TMPDIR as this process has it), and both are what forward made: a
- * directory that is not a link, and a FIFO, both the user's own, the
- * directory private. Anything else is someone else's, not to be written
- * into or removed. */
+/* Whether path has the shape feedback_open gives it, DIR/forward.XXXXXX/ids,
+ * and both are what forward made: a directory that is not a link, the
+ * user's own and private (mode 0700), holding a FIFO of the user's.
+ * Anything else is someone else's, not to be written into or removed.
+ * DIR itself is not compared with this process's TMPDIR: forward may have
+ * been given another (TMPDIR=... forward | sample). */
 static int is_forwards(const char *path)
 {
-	const char *tmp = tmp_dir();
-	size_t n = strlen(tmp);
-	const char *p = path + n;
-	if (strncmp(path, tmp, n) != 0 || strncmp(p, "/forward.", 9) != 0)
+	size_t n = strlen(path);
+	const char *tail = "/forward.XXXXXX/ids";
+	size_t t = strlen(tail);
+	if (n < t || n >= PATH_MAX)
 		return 0;
-	p += 9;
-	for (int i = 0; i < 6; i++, p++)
-		if (!*p || *p == '/')
+	const char *p = path + n - t;
+	if (strncmp(p, "/forward.", 9) != 0 || strcmp(p + 15, "/ids") != 0)
+		return 0;
+	for (int i = 9; i < 15; i++)
+		if (p[i] == '/')
 			return 0;
-	if (strcmp(p, "/ids") != 0)
-		return 0;
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%.*s", (int)(p - path), path);
+	snprintf(dir, sizeof dir, "%.*s", (int)(n - 4), path);
 	struct stat d, f;
 	return lstat(dir, &d) == 0 && S_ISDIR(d.st_mode) && d.st_uid == getuid() &&
 	       (d.st_mode & 077) == 0 && lstat(path, &f) == 0 && S_ISFIFO(f.st_mode) &&
@@ -170,8 +166,7 @@ int feedback_open_writer(const char *path, struct err *e)
 {
 	if (!is_forwards(path))
 		return err_set(e, "%s: not a feedback channel that forward made (a FIFO "
-			       "'ids' of yours in a private directory %s/forward.XXXXXX)",
-			       path, tmp_dir());
+			       "'ids' of yours in a private directory forward.XXXXXX)", path);
 	/* Non-blocking open for writing fails with ENXIO when nobody reads:
 	 * forward is gone, and waiting would hang. */
 	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);

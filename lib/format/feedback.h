@@ -52,10 +52,10 @@ void feedback_close(struct feedback *fb);
 
 /* sample: opens the FIFO named in the stream header for writing. Fails with
  * a clear message when no forward is reading it, or the path is not what
- * feedback_open makes (TMPDIR/forward.XXXXXX/ids, with this process's
- * TMPDIR: a FIFO of the user's in a directory of the user's that only the
- * user can enter, neither a symbolic link): a header can name any path,
- * and sample writes into it and removes it.
+ * feedback_open makes (DIR/forward.XXXXXX/ids: a FIFO of the user's in a
+ * directory of the user's that only the user can enter, neither a
+ * symbolic link): a header can name any path, and sample writes into it
+ * and removes it.
  * Once open, it removes the FIFO's name and (if then empty) its directory:
  * with both ends open nobody needs them, and this way nothing is left
  * behind even when forward is killed with SIGKILL. Returns the fd or -1. */

@@ -34,7 +34,9 @@ static int get_f(const struct gguf_file *f, const char *key, double lo, bool clo
 		return -1;
 	if (rc == 1)
 		return 0;
-	if (!isfinite(v) || !(closed_lo ? v >= lo : v > lo) || !(v <= hi))
+	if (!isfinite(v))
+		return err_set(e, "%s: key '%s': %g is not a finite number", name, key, v);
+	if (!(closed_lo ? v >= lo : v > lo) || !(v <= hi))
 		return err_set(e, "%s: key '%s': %g is out of range %s%g, %g]", name, key, v,
 			       closed_lo ? "[" : "(", lo, hi);
 	*out = v;

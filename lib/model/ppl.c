@@ -138,10 +138,10 @@ int ppl_run(struct forward *f, struct forward *ref, const int *ids, long n, int 
 		}
 		/* NaN or Inf in the weights: no number to report */
 		if (!isfinite(r.nll) || !isfinite(s->ref_nll_sum)) {
-			err_set(e, "chunk %ld: the %slog-likelihood is %g (NaN or Inf in the "
+			double v = isfinite(r.nll) ? s->ref_nll_sum : r.nll;
+			err_set(e, "chunk %ld: the %slog-likelihood is %s (NaN or Inf in the "
 				"weights? st-inspect --check finds them)", c,
-				isfinite(r.nll) ? "reference's " : "", isfinite(r.nll) ?
-				s->ref_nll_sum : r.nll);
+				isfinite(r.nll) ? "reference's " : "", isnan(v) ? "nan" : "inf");
 			goto out;
 		}
 		s->chunk_nll[c] = r.nll;

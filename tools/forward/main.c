@@ -180,7 +180,7 @@ static int read_prompt(struct input *in, struct prompt *p, int n_vocab)
 		char *s = in->line;
 		while (isspace((unsigned char)*s))
 			s++;
-		if (!*s) {  /* a blank line */
+		if (s == in->line + got) {  /* a blank line (a NUL is not one) */
 			if (!in->whole && (p->t.n || p->keep >= 0))
 				return PROMPT_IDS;
 			continue;
