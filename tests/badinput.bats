@@ -929,3 +929,20 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	n=$(wc -l <"$d/renders")
 	[ "$n" -ge 3 ] && [ "$n" -le 13 ] || { echo "$n renders" >&2; return 1; }
 }
+
+@test "padding ids (the embedding's rows past the tokenizer's ids) decode to no text; ids past them are refused" {
+	# 151,665 ids in the tokenizer, 151,936 rows in the model
+	run -0 bash -c "echo 3 151665 151887 151935 5 | tok decode"
+	assert_output '$&'
+	bad 1 "tok: <stdin>: line 1: 151936 is not in the vocabulary (ids 0..151664)" "echo 151936 | tok decode"
+	G=$BATS_TEST_TMPDIR/g.bin
+	quantize "$TINY" -o "$G" --format gguf --level q8_0 2>/dev/null
+	quantize "$TINY" -o "$BATS_TEST_TMPDIR/c.q8" --level int8 2>/dev/null
+	for tk in "$TINY" "$TINY/tokenizer.json" "$G" "$BATS_TEST_TMPDIR/c.q8"; do
+		run -0 bash -c "echo 3 151887 5 | tok decode --tokenizer '$tk'"
+		assert_output '$&'
+		run -1 bash -c "echo 151936 | tok decode --tokenizer '$tk'"
+	done
+	# a high temperature draws them (the issue's case: id 151887 at 79)
+	run -0 "$ROOT/scripts/generate" "$TINY" ROMEO: --temperature 100 --top-k 0 --top-p 1 -n 300 --seed 1
+}

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE  /* memmem */
 #include "text/chat.h"
 #include "cli/cli.h"
+#include "format/config.h"
 #include "format/gguf.h"
 #include "format/gguf_arch.h"
 #include "cli/datadir.h"
@@ -341,8 +342,45 @@ static void emit_text(const unsigned char *b, size_t n)
 	out.n_held = keep;
 }
 
+/* The vocabulary of the model the tokenizer at path goes with: its
+ * config's vocab_size (a directory's config.json, the one beside a
+ * tokenizer.json, a container's embedded one, a GGUF file's), or 0 when
+ * none can be read. Ids from the tokenizer's last up to it are the
+ * embedding's padding rows (Qwen2.5: 151,665 to 151,935): a sampler at a
+ * high temperature can draw them, and they decode to no text, as in
+ * HuggingFace's decode. */
+static int model_vocab(const char *path)
+{
+	struct err e;
+	struct model_config c;
+	if (gguf_sniff(path)) {
+		struct gguf_file f;
+		struct gen_config g;
+		if (gguf_open(&f, path, &e) < 0)
+			return 0;
+		int ok = gguf_qwen2_config(&f, path, &c, &g, &e) == 0;
+		gguf_close(&f);
+		return ok ? c.vocab_size : 0;
+	}
+	char beside[PATH_MAX];
+	const char *p = path;
+	if (!path_is_dir(path) && !qfile_sniff(path)) {
+		if (path_beside(beside, sizeof beside, path, "config.json", NULL) < 0)
+			return 0;
+		p = beside;
+	}
+	struct model_file f;
+	if (model_file_open(&f, p, "config.json", &e) < 0)
+		return 0;
+	int ok = config_parse(&c, (const char *)f.data, f.size, f.name, &e) == 0;
+	model_file_close(&f);
+	return ok ? c.vocab_size : 0;
+}
+
+static int pad_end;  /* decode: model_vocab() of the tokenizer */
+
 /* Decodes one id (text in tok[0..n)), writing its bytes through the
- * holder. */
+ * holder; a padding id (model_vocab) writes nothing. */
 static void decode_one(const struct tokenizer *t, const struct opts *o, const char *name,
 		       long line, const char *tok, size_t n, struct utf8_hold *h)
 {
@@ -361,6 +399,8 @@ static void decode_one(const struct tokenizer *t, const struct opts *o, const ch
 	}
 	size_t len;
 	const unsigned char *b = v <= INT32_MAX ? tok_bytes(t, (int32_t)v, &len) : NULL;
+	if (!b && v >= tok_n_ids(t) && v < pad_end)
+		return;
 	if (!b)
 		cli_die("%s: line %ld: %ld is not in the vocabulary (ids 0..%d)", name, line, v,
 		    tok_n_ids(t) - 1);
@@ -425,6 +465,7 @@ static int cmd_decode(const struct opts *o)
 	out.stops = o->stops;
 	out.n = o->n_stops;
 	struct tokenizer *t = load(o);
+	pad_end = model_vocab(tokenizer_path(o));
 	struct utf8_hold h = { 0 };
 	static char *dash[] = { "-" };
 	char **files = o->n_files ? o->files : dash;
