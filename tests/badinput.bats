@@ -946,3 +946,30 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	# a high temperature draws them (the issue's case: id 151887 at 79)
 	run -0 "$ROOT/scripts/generate" "$TINY" ROMEO: --temperature 100 --top-k 0 --top-p 1 -n 300 --seed 1
 }
+
+@test "messages name what they mean: GGUF hyperparameters, escaped names, no wrapped totals, an embedded config" {
+	G=$BATS_TEST_TMPDIR/g.gguf
+	quantize "$TINY" -o "$G" --format gguf --level q8_0 2>/dev/null
+	# a tensor name with a newline and an escape sequence: escaped in
+	# st-inspect's listing and in forward's message
+	at=$(grep -obUa "blk.0.attn_q.weight" "$G" | head -1 | cut -d: -f1)
+	printf '\n\033' | dd of="$G" bs=1 seek=$((at + 12)) conv=notrunc 2>/dev/null
+	run --separate-stderr -3 st-inspect "$G"
+	assert_line "  unexpected  'blk.0.attn_q\\x0a\\x1beight' [64, 64]"
+	[ "$stderr" = "st-inspect: $G: does not match its embedded config: 1 missing, 1 unexpected, 0 wrong shape" ]
+	bad 1 "forward: $G: tensor 'model.layers.0.self_attn.q_proj.weight': missing (2 differences from its GGUF hyperparameters)" \
+		"echo 1 | forward '$G'"
+	bad 1 "st-inspect: $G: no tensor named 'a\\x0ab'" "st-inspect '$G' --tensor \"\$(printf 'a\\nb')\""
+	# a GGUF tokenizer's problem names its arrays, not a JSON file's lines
+	quantize "$TINY" -o "$G" --format gguf --level q8_0 2>/dev/null
+	at=$(LC_ALL=C grep -obUa "$(printf '\xc4\xa0the')" "$G" | head -1 | cut -d: -f1)
+	printf '\xff' | dd of="$G" bs=1 seek="$at" conv=notrunc 2>/dev/null
+	run --separate-stderr -1 tok encode --tokenizer "$G" <<<hi
+	[[ $stderr = "tok: $G: tokenizer.ggml.*: "* ]] && [[ $stderr != *line* ]]
+	# a config whose parameters do not fit 63 bits
+	jq '.hidden_size = 2147483520 | .intermediate_size = 2147483647 | .vocab_size = 2147483647
+		| .num_hidden_layers = 4096 | .num_attention_heads = 16 | .num_key_value_heads = 16' \
+		"$SHAPES/config.json" >"$BATS_TEST_TMPDIR/huge.json"
+	bad 1 "st-inspect: $BATS_TEST_TMPDIR/huge.json: the config's tensors hold more than 2^63 parameters (hidden_size 2147483520, intermediate_size 2147483647, vocab_size 2147483647, num_hidden_layers 4096)" \
+		"st-inspect --manifest '$BATS_TEST_TMPDIR/huge.json'"
+}

@@ -147,7 +147,7 @@ peek64() {
 	cp "$Q8" "$BATS_TEST_TMPDIR/n.q8"
 	poke "$BATS_TEST_TMPDIR/n.q8" 'X' "$idx"
 	run -1 st-inspect "$BATS_TEST_TMPDIR/n.q8"
-	assert_output "st-inspect: $BATS_TEST_TMPDIR/n.q8: tensor 'lm_head.weight': missing (2 differences from config.json)"  # and Xm_head.weight unexpected
+	assert_output "st-inspect: $BATS_TEST_TMPDIR/n.q8: tensor 'lm_head.weight': missing (2 differences from its embedded config.json)"  # and Xm_head.weight unexpected
 }
 
 @test "forward runs a container with no other file beside it, mapped or copied" {

@@ -1,5 +1,6 @@
 /* manifest: see manifest.h. */
 #include "format/manifest.h"
+#include "core/jsonutil.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -80,6 +81,22 @@ int manifest_build(struct manifest *m, const struct model_config *c, struct err 
 	if (!c->tie_embeddings &&
 	    add(m, "", "lm_head.weight", c->vocab_size, hidden, e) < 0)
 		goto fail;
+	/* Totals are uint64: a config whose parameters do not fit in 63 bits
+	 * (no file can hold them) would print wrapped sums. */
+	uint64_t total = 0;
+	for (int i = 0; i < m->n; i++) {
+		uint64_t n = 1;
+		for (int d = 0; d < m->t[i].ndim; d++)
+			if (__builtin_mul_overflow(n, (uint64_t)m->t[i].shape[d], &n))
+				n = UINT64_MAX;
+		if (__builtin_add_overflow(total, n, &total) || total > INT64_MAX) {
+			err_set(e, "the config's tensors hold more than 2^63 parameters "
+				"(hidden_size %d, intermediate_size %d, vocab_size %d, "
+				"num_hidden_layers %d)", c->hidden_size, c->intermediate_size,
+				c->vocab_size, c->n_layers);
+			goto fail;
+		}
+	}
 	return 0;
 fail:
 	manifest_free(m);
@@ -229,7 +246,7 @@ out:
 }
 
 int manifest_check(const struct manifest *want, const struct manifest *have,
-		   const char *name, struct err *e)
+		   const char *name, const char *config, struct err *e)
 {
 	struct mdiff *d;
 	int nd;
@@ -237,20 +254,22 @@ int manifest_check(const struct manifest *want, const struct manifest *have,
 		return -1;
 	int rc = 0;
 	if (nd > 0) {
-		char s1[MTENSOR_SHAPE_STR], s2[MTENSOR_SHAPE_STR];
+		char s1[MTENSOR_SHAPE_STR], s2[MTENSOR_SHAPE_STR], q[160];
 		const char *plural = nd > 1 ? "s" : "";
+		const struct mtensor *t = d[0].kind == MDIFF_MISSING ? d[0].want : d[0].have;
+		json_quote(q, sizeof q, t->name);
 		switch (d[0].kind) {
 		case MDIFF_MISSING:
-			rc = err_set(e, "%s: tensor '%s': missing (%d difference%s from "
-				     "config.json)", name, d[0].want->name, nd, plural);
+			rc = err_set(e, "%s: tensor %s: missing (%d difference%s from %s)", name,
+				     q, nd, plural, config);
 			break;
 		case MDIFF_UNEXPECTED:
-			rc = err_set(e, "%s: tensor '%s': unexpected (%d difference%s from "
-				     "config.json)", name, d[0].have->name, nd, plural);
+			rc = err_set(e, "%s: tensor %s: unexpected (%d difference%s from %s)",
+				     name, q, nd, plural, config);
 			break;
 		case MDIFF_SHAPE:
-			rc = err_set(e, "%s: tensor '%s': shape %s, config.json implies %s",
-				     name, d[0].have->name, mtensor_shape_str(d[0].have, s1),
+			rc = err_set(e, "%s: tensor %s: shape %s, %s implies %s",
+				     name, q, mtensor_shape_str(d[0].have, s1), config,
 				     mtensor_shape_str(d[0].want, s2));
 			break;
 		}

@@ -53,7 +53,8 @@ int manifest_add(struct manifest *m, const char *name, int ndim,
 		 const int64_t *shape, struct err *e);
 
 /* The expected manifest of the Qwen2 model described by c, into an
- * initialized, empty m. 0, or -1 on allocation failure. */
+ * initialized, empty m. 0, or -1 on allocation failure or when its
+ * parameters total more than 2^63 (so every sum of them fits a uint64). */
 int manifest_build(struct manifest *m, const struct model_config *c, struct err *e);
 
 /* The tensors of a safetensors file, in file order, into an empty m. */
@@ -99,12 +100,13 @@ int manifest_diff(const struct manifest *want, const struct manifest *have,
 		  struct mdiff **out, int *n, struct err *e);
 
 /* Whether the tensors of the file name (have) are those its config implies
- * (want), for the readers that refuse a file that is not: 0, or -1 with e
- * naming the first difference, "NAME: tensor 'X': missing (3 differences
- * from config.json)", "... unexpected (...)", "NAME: tensor 'X': shape
- * [4096, 256], config.json implies [100, 256]". st-inspect lists them
- * all. */
+ * (want; config names it in messages: "config.json", "its GGUF
+ * hyperparameters"), for the readers that refuse a file that is not: 0,
+ * or -1 with e naming the first difference, "NAME: tensor 'X': missing (3
+ * differences from config.json)", "... unexpected (...)", "NAME: tensor
+ * 'X': shape [4096, 256], config.json implies [100, 256]" (a name with
+ * control characters quoted and escaped). st-inspect lists them all. */
 int manifest_check(const struct manifest *want, const struct manifest *have,
-		   const char *name, struct err *e);
+		   const char *name, const char *config, struct err *e);
 
 #endif

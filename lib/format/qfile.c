@@ -211,7 +211,7 @@ static int check_manifest(const struct qfile *f, const char *name, struct err *e
 	for (int i = 0; i < f->ntensors; i++)
 		if (manifest_add(&have, f->t[i].name, f->t[i].ndim, f->t[i].shape, e) < 0)
 			goto out;
-	rc = manifest_check(&want, &have, name, e);
+	rc = manifest_check(&want, &have, name, "its embedded config.json", e);
 out:
 	manifest_free(&want);
 	manifest_free(&have);

@@ -401,9 +401,9 @@ int forward_init(struct forward *f, const struct model *m,
 	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin ||
 	    (f->act8 && !(f->xa = q8a_alloc((int)widest, f->batch))) ||
 	    (f->b16act && !(f->xb = alloc_n(f, B * widest, sizeof *f->xb)))) {
+		size_t bytes = f->state_bytes;  /* forward_free clears it */
 		forward_free(f);
-		return err_set(e, "out of memory for the run state (%zu bytes)",
-			       f->state_bytes);
+		return err_set(e, "out of memory for the run state (%zu bytes)", bytes);
 	}
 	rope_table(f);
 	f->pool = pool_new(f->threads, e);

@@ -236,7 +236,7 @@ int model_load_gguf(struct model *m, const char *path, const struct model_opts *
 		 model_check_eos(m, path, e) < 0 ||
 		 manifest_build(&want, &m->cfg, e) < 0 ||
 		 manifest_from_gguf(&have, m->gg, e) < 0 ||
-		 manifest_check(&want, &have, path, e) < 0 ||
+		 manifest_check(&want, &have, path, "its GGUF hyperparameters", e) < 0 ||
 		 (!o->mmap && copy_file(m, path, e) < 0) || fill(&L) < 0 ? -1 : 0;
 	manifest_free(&want);
 	manifest_free(&have);

@@ -32,7 +32,7 @@ static int check_manifest(const struct model *m, const char *name, struct err *e
 	manifest_init(&have);
 	int rc = manifest_build(&want, &m->cfg, e) < 0 ||
 		 manifest_from_st(&have, &m->st, e) < 0 ||
-		 manifest_check(&want, &have, name, e) < 0 ? -1 : 0;
+		 manifest_check(&want, &have, name, "config.json", e) < 0 ? -1 : 0;
 	manifest_free(&want);
 	manifest_free(&have);
 	return rc;

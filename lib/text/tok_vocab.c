@@ -99,5 +99,14 @@ struct tokenizer *tok_from_vocab(const struct bpe_vocab *v, const char *name, st
 	}
 	struct tokenizer *t = tok_parse((const unsigned char *)b.p, b.n, name, e);
 	free(b.p);
+	/* The JSON text is ours, not a file anyone has: its line and column
+	 * mean nothing to a reader, the arrays do. */
+	char *at = t ? NULL : strstr(e->msg, "not valid JSON (line ");
+	char *end = at ? strstr(at, "): ") : NULL;
+	if (end) {
+		char rest[sizeof e->msg];
+		snprintf(rest, sizeof rest, "%s", end + 3);
+		snprintf(at, sizeof e->msg - (size_t)(at - e->msg), "tokenizer.ggml.*: %s", rest);
+	}
 	return t;
 }

@@ -113,7 +113,7 @@ static void source_open(struct source *s, const char *model)
 	manifest_init(&s->want);
 	manifest_init(&s->have);
 	if (manifest_build(&s->want, &s->cfg, &e) < 0 || manifest_from_st(&s->have, &s->st, &e) < 0 ||
-	    manifest_check(&s->want, &s->have, s->mf.weights, &e) < 0)
+	    manifest_check(&s->want, &s->have, s->mf.weights, "config.json", &e) < 0)
 		cli_die_err(&e);
 }
 

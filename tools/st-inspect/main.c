@@ -12,6 +12,7 @@
  * found NaN/Inf), 2 usage, 3 the file does not match its config.
  */
 #include "cli/cli.h"
+#include "core/jsonutil.h"
 #include "core/path.h"
 #include "format/modelpath.h"
 #include "format/config.h"
@@ -92,6 +93,17 @@ static void emit_json(cJSON *j)
 	cJSON_Delete(j);
 }
 
+/* A tensor name for a line of text: as it is when it is printable UTF-8,
+ * else quoted with its control characters and bad bytes escaped
+ * (json_quote), so that a name cannot break the line or the terminal. */
+static const char *shown(char *buf, size_t cap, const char *name)
+{
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return json_quote(buf, cap, name);
+	return utf8_valid(name) ? name : json_quote(buf, cap, name);
+}
+
 /* ---- totals and breakdown, shared by files and manifests ---- */
 
 /* Parameters and tensors per role. */
@@ -154,7 +166,8 @@ static int cmd_manifest(const char *arg)
 	struct model_config c;
 	struct manifest m;
 	manifest_init(&m);
-	if (config_load(&c, path, &e) < 0 || manifest_build(&m, &c, &e) < 0)
+	if (config_load(&c, path, &e) < 0 ||
+	    (manifest_build(&m, &c, &e) < 0 && err_prefix(&e, path)))
 		cli_die_err(&e);
 	char sb[MTENSOR_SHAPE_STR];
 	if (json_out) {
@@ -187,6 +200,7 @@ static int cmd_manifest(const char *arg)
 
 static void tensor_list_text(const struct source *s)
 {
+	char nb[160];
 	int w = 0, wd = 4;  /* name and dtype columns ("F8_E4M3" is wider than "BF16") */
 	char sb[MTENSOR_SHAPE_STR], b[32];
 	for (int i = 0; i < s->n; i++) {
@@ -197,7 +211,8 @@ static void tensor_list_text(const struct source *s)
 	}
 	printf("\n");
 	for (int i = 0; i < s->n; i++)
-		printf("%-*s  %-*s  %-16s  %s\n", w, s->t[i].name, wd, s->t[i].dtype,
+		printf("%-*s  %-*s  %-16s  %s\n", w, shown(nb, sizeof nb, s->t[i].name), wd,
+		       s->t[i].dtype,
 		       mtensor_shape_str(&s->tensors.t[i], sb), commas(s->t[i].offset, b));
 }
 
@@ -251,6 +266,7 @@ static const char *diff_kind(enum mdiff_kind k)
 
 static void summary_text(const struct source *s, const struct cmp *c, bool list)
 {
+	char nb[160];
 	char b[32], sb[256], sb2[MTENSOR_SHAPE_STR];
 	printf("%-13s %s\n", "file", s->path);
 	printf("%-13s %s\n", "format", s->format);
@@ -278,11 +294,13 @@ static void summary_text(const struct source *s, const struct cmp *c, bool list)
 	for (int i = 0; i < c->n; i++) {
 		const struct mdiff *d = &c->d[i];
 		if (d->kind == MDIFF_SHAPE)
-			printf("  %-11s %s %s, expected %s\n", diff_kind(d->kind), d->have->name,
+			printf("  %-11s %s %s, expected %s\n", diff_kind(d->kind),
+			       shown(nb, sizeof nb, d->have->name),
 			       mtensor_shape_str(d->have, sb), mtensor_shape_str(d->want, sb2));
 		else {
 			const struct mtensor *t = d->want ? d->want : d->have;
-			printf("  %-11s %s %s\n", diff_kind(d->kind), t->name, mtensor_shape_str(t, sb));
+			printf("  %-11s %s %s\n", diff_kind(d->kind), shown(nb, sizeof nb, t->name),
+			       mtensor_shape_str(t, sb));
 		}
 	}
 	if (list)
@@ -351,7 +369,7 @@ static int cmd_summary(const struct source *s, const char *config, bool list)
 		struct model_config mc;
 		if (config ? config_load(&mc, config, &e) < 0 : (mc = *s->config, 0))
 			cli_die_err(&e);
-		if (manifest_build(&want, &mc, &e) < 0 ||
+		if ((manifest_build(&want, &mc, &e) < 0 && err_prefix(&e, c.config)) ||
 		    manifest_diff(&want, &s->tensors, &c.d, &c.n, &e) < 0)
 			cli_die_err(&e);
 		for (int i = 0; i < c.n; i++) {
@@ -368,7 +386,8 @@ static int cmd_summary(const struct source *s, const char *config, bool list)
 	if (c.n) {
 		fflush(stdout);
 		fprintf(stderr, "%s: %s: does not match %s: %d missing, %d unexpected, "
-			"%d wrong shape\n", cli_prog(), s->path, config, c.missing,
+			"%d wrong shape\n", cli_prog(), s->path,
+			config ? config : "its embedded config", c.missing,
 			c.unexpected, c.shape);
 		status = EXIT_MISMATCH;
 	}
@@ -385,9 +404,10 @@ static cJSON *stat_json(const struct tstats *st, double v)
 
 static int cmd_tensor(const struct source *s, const char *name)
 {
+	char nb[160];
 	int i = source_find(s, name);
 	if (i < 0)
-		cli_die("%s: no tensor named '%s'", s->path, name);
+		cli_die("%s: no tensor named %s", s->path, json_quote(nb, sizeof nb, name));
 	struct tstats st;
 	struct err e;
 	if (s->stats(s, i, &st, &e) < 0)
@@ -406,7 +426,7 @@ static int cmd_tensor(const struct source *s, const char *name)
 		return EXIT_OK;
 	}
 	char b[32], sb[256];
-	printf("%-13s %s\n", "name", s->t[i].name);
+	printf("%-13s %s\n", "name", shown(nb, sizeof nb, s->t[i].name));
 	printf("%-13s %s\n", "dtype", s->t[i].dtype);
 	printf("%-13s %s\n", "shape", mtensor_shape_str(&s->tensors.t[i], sb));
 	printf("%-13s %s\n", "offset", commas(s->t[i].offset, b));
