@@ -5,9 +5,11 @@
  * tensors tile the data section in offset order, and its names are
  * unique. */
 #include "fuzz.h"
+#include "sample/sampler.h"
 #include "format/gguf.h"
 #include "format/gguf_arch.h"
 
+#include <math.h>
 #include <stdint.h>
 
 static void check_kv(const struct gguf_kv *kv, const unsigned char *buf, size_t size)
@@ -76,7 +78,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check_msg(&e, "fuzz.gguf");
 	else
 		FUZZ_CHECK(c.head_dim * c.n_heads == c.hidden_size &&
-			   c.n_heads % c.n_kv_heads == 0 && c.vocab_size > 0);
+			   c.n_heads % c.n_kv_heads == 0 && c.vocab_size > 0 &&
+			   /* the checks config.json's values get */
+			   isfinite(c.rope_theta) && c.rope_theta > 0 &&
+			   isfinite(c.rms_norm_eps) && c.rms_norm_eps > 0 &&
+			   c.rms_norm_eps <= 1 &&
+			   /* sampling settings the sampler takes */
+			   sampler_params_check(&(struct sampler_params){
+				   .temperature = g.temperature, .top_k = g.top_k,
+				   .top_p = g.top_p, .min_p = g.min_p,
+				   .repetition_penalty = g.repetition_penalty }, &e) == 0);
 	gguf_close(&f);
 	free(buf);
 	return 0;
