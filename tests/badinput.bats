@@ -876,6 +876,15 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	[ "$output" = "$(printf 'ROMEO:' | tok encode --tokenizer "$M" | forward "$M" | sample --greedy -n 16 | tok decode --tokenizer "$M")" ]
 }
 
+# jq_shim LINE ARG: $shim/jq runs the shell line (printf format LINE with
+# ARG) first, then the real jq; scripts/chat finds it first on PATH.
+jq_shim() {
+	shim=$BATS_TEST_TMPDIR/shim
+	mkdir -p "$shim"
+	printf "#!/bin/sh\n$1\nexec %s \"\$@\"\n" "$2" "$(command -v jq)" >"$shim/jq"
+	chmod +x "$shim/jq"
+}
+
 @test "chat: /save writes whole or not at all, through a link into its target" {
 	private_tmpdir
 	CHAT="$ROOT/scripts/chat"
@@ -884,11 +893,7 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	cp "$d/c.json" "$d/before"
 	# a save that fails midway (jq writes part of the file and fails)
 	# leaves the previous file, and no temporary one
-	shim=$d/shim
-	mkdir -p "$shim"
-	printf '#!/bin/sh\nif [ "$1" = . ] && [ "${2##*/}" = history ]; then printf %s; exit 1; fi\nexec %s "$@"\n' \
-		"'[{\"role\"'" "$(command -v jq)" >"$shim/jq"
-	chmod +x "$shim/jq"
+	jq_shim 'if [ "$1" = . ] && [ "${2##*/}" = history ]; then printf %s; exit 1; fi' "'[{\"role\"'"
 	run --separate-stderr -0 bash -c "printf 'again\n/save %s\n' '$d/c.json' | PATH='$shim:$PATH' '$CHAT' '$TINY' -n 4 --seed 1"
 	[ "${stderr_lines[-1]}" = "chat: $d/c.json: cannot write it" ]
 	cmp "$d/c.json" "$d/before"
@@ -908,11 +913,7 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	jq -n '[range(800) | {role: "user", content: "Who art thou, good sir \(.)?"},
 		{role: "assistant", content: "I am a man of Verona."}]' >"$d/big.json"
 	# count the renders: each is one jq with --argjson k
-	shim=$d/shim
-	mkdir -p "$shim"
-	printf '#!/bin/sh\ncase " $* " in *" --argjson k "*) echo >>%s ;; esac\nexec %s "$@"\n' \
-		"$d/renders" "$(command -v jq)" >"$shim/jq"
-	chmod +x "$shim/jq"
+	jq_shim 'case " $* " in *" --argjson k "*) echo >>%s ;; esac' "$d/renders"
 	run --separate-stderr -0 bash -c "printf '/load %s\nhello\n' '$d/big.json' | PATH='$shim:$PATH' '$ROOT/scripts/chat' '$TINY' --ctx 512 -n 4 --seed 1 -v"
 	[ "${stderr_lines[1]}" = "chat: loaded 1600 messages from $d/big.json" ]
 	[[ ${stderr_lines[2]} =~ ^"chat: the context is full: the oldest "([0-9]+)" turns are dropped, and the "([0-9]+)" positions kept are computed once again"$ ]]
