@@ -604,6 +604,7 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	printf '{"temperature": 1e300}' >"$M/generation_config.json"
 	bad 1 "forward: $M/generation_config.json: temperature: 1e+300 is out of range [0, 3.40282e+38]" "echo 1 | forward '$M' --score"
 	bad 1 "quantize: $M/generation_config.json: temperature: 1e+300 is out of range [0, 3.40282e+38]" "quantize '$M' -o '$M/x.q8' --level int8"
+	bad 1 "st-inspect: $M/generation_config.json: temperature: 1e+300 is out of range [0, 3.40282e+38]" "st-inspect '$M'"
 	printf '{"repetition_penalty": 1e-300}' >"$M/generation_config.json"
 	bad 1 "forward: $M/generation_config.json: repetition_penalty: 1e-300 is out of range [1.4013e-45, 3.40282e+38]" "echo 1 | forward '$M' --score"
 	printf '{"repetition_penalty": 1e39}' >"$M/generation_config.json"

@@ -550,6 +550,11 @@ int main(int argc, char **argv)
 	struct err e;
 	if (modelpath_resolve(&mp, arg, &e) < 0 || source_open(&s, mp.weights, &e) < 0)
 		cli_die_err(&e);
+	/* The generation settings beside a safetensors file are read as
+	 * forward reads them (a container's and a GGUF file's were at open). */
+	struct gen_config gen;
+	if (!s.config && access(mp.gen, F_OK) == 0 && gen_config_load(&gen, mp.gen, &e) < 0)
+		cli_die_err(&e);
 	/* A container carries its config; otherwise the one beside the file,
 	 * when there is one. */
 	const char *cfg = config ? config : s.config || access(mp.config, F_OK) ? NULL
