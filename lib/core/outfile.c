@@ -39,18 +39,23 @@ static int resolve(char *out, const char *path, struct err *e)
 int outfile_open(struct outfile *o, const char *path, struct err *e)
 {
 	memset(o, 0, sizeof *o);
-	if (resolve(o->path, path, e) < 0)
-		return -1;
-	path = o->path;
+	/* What the path ends at, links followed by the kernel (/dev/stderr
+	 * is a link to /proc/self/fd/2, whose text names no file) */
 	struct stat sb;
 	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
 		if (!S_ISCHR(sb.st_mode) && !S_ISFIFO(sb.st_mode))
 			return err_set(e, "%s: %s", path, S_ISDIR(sb.st_mode) ? strerror(EISDIR) :
 				       "is not a regular file, a FIFO or a device");
+		if (strlen(path) >= sizeof o->path)
+			return err_set(e, "%.200s: path too long", path);
+		strcpy(o->path, path);
 		if (!(o->fp = fopen(path, "w")))
 			return err_set(e, "%s: %s", path, strerror(errno));
 		return 0;
 	}
+	if (resolve(o->path, path, e) < 0)
+		return -1;
+	path = o->path;
 	/* "DIR/.NAME.tmp.XXXXXX": hidden, and beside the destination */
 	const char *slash = strrchr(path, '/');
 	const char *name = slash ? slash + 1 : path;
