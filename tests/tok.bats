@@ -84,9 +84,9 @@ setup() {
 }
 
 @test "decode: an id outside the vocabulary is an error naming it and its line" {
-	printf '1\n2\n151665\n' > "$BATS_TEST_TMPDIR/ids"
+	printf '1\n2\n151936\n' > "$BATS_TEST_TMPDIR/ids"
 	run --separate-stderr -1 tok decode "$BATS_TEST_TMPDIR/ids"
-	[ "$stderr" = "tok: $BATS_TEST_TMPDIR/ids: line 3: 151665 is not in the vocabulary (ids 0..151664)" ]
+	[ "$stderr" = "tok: $BATS_TEST_TMPDIR/ids: line 3: 151936 is not in the vocabulary (ids 0..151664)" ]
 	run --separate-stderr -1 bash -c 'echo 99999999999 | tok decode'
 	[ "$stderr" = "tok: <stdin>: line 1: '99999999999' is not a token id" ]
 }
