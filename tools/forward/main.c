@@ -586,6 +586,8 @@ int main(int argc, char **argv)
 			f.threads, f.threads == 1 ? "" : "s");
 	if (verbose && m.note[0])
 		fprintf(stderr, "forward: %s: %s\n", path, m.note);
+	if (verbose && m.gen.origin)
+		fprintf(stderr, "forward: %s: sampling defaults: %s\n", path, m.gen.origin);
 
 	struct input in = { .whole = score };
 	if (score) {
