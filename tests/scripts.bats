@@ -72,6 +72,12 @@ usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	refute_output --partial "forward"
 	run -1 "$GEN" "$DATA/qwen2.5-0.5b-instruct" "hi"
 	assert_output "generate: $DATA/qwen2.5-0.5b-instruct has no weights (model.safetensors, 988 MB): scripts/download-qwen fetches them"
+	# A prompt too long for the context: an operand is "prompt", stdin
+	# <stdin>.
+	run -1 "$GEN" "$TINY" "hi hi hi" --ctx 2
+	assert_output "forward: prompt: 3 ids do not fit in the context of 2 positions (--ctx)"
+	run -1 bash -c "printf 'hi hi hi' | '$GEN' '$TINY' - --ctx 2"
+	assert_output "forward: <stdin>: 3 ids do not fit in the context of 2 positions (--ctx)"
 	# -n 0: nothing, and no status of a tool whose reader stopped early.
 	run -0 "$GEN" "$TINY" "x" -n 0
 	assert_output ""
