@@ -108,7 +108,7 @@ count() { wc -w < "$1"; }
 @test "usage errors exit 2; a model without weights says how to get them" {
 	run -2 "$CHAT"
 	assert_line --index 0 "chat: expected one model, got 0 operand(s)"
-	assert_line --index 1 "usage: scripts/chat MODEL [--system TEXT] [-v] [FLAGS...]"
+	assert_line --index 1 "usage: chat MODEL [--system TEXT] [-v] [FLAGS...]"
 	run -2 "$CHAT" "$TINY" --copy
 	assert_line --index 0 "chat: unknown option '--copy'"
 	run -2 "$CHAT" "$TINY" --emit-eos

@@ -136,6 +136,14 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 		[ -s "$d/usr/share/man/man1/$t.1" ] || { echo "no man page for $t"; false; }
 	done
 	[ -f "$d/usr/share/qwenpipe/common.bash" ]
+	# What is installed names itself as installed: no scripts/ in the help
+	# of generate and chat or in their man pages.
+	for t in generate chat; do
+		run -0 env PATH=/usr/bin:/bin "$d/usr/bin/$t" --help
+		assert_line --index 0 --regexp "^usage: $t "
+		refute_output --partial "scripts/"
+		run -1 grep -F "scripts/" "$d/usr/share/man/man1/$t.1"
+	done
 	run -0 env PATH=/usr/bin:/bin "$d/usr/bin/generate" --version
 	assert_output "generate (qwenpipe) $(cat "$ROOT/VERSION")"
 	# the installed script finds the installed tools and data, nothing of

@@ -48,12 +48,12 @@ greedy_text() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json" | tok de
 
 @test "generate: --help anywhere, --version; a flag no tool has is the script's usage error" {
 	run -0 "$GEN" "$TINY" --help
-	assert_line --index 0 "usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
+	assert_line --index 0 "usage: generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	run -0 "$GEN" --version
 	assert_output "generate (qwenpipe) $(cat "$ROOT/VERSION")"
 	run -2 "$GEN" "$TINY" "x" --copy
 	assert_output "generate: unknown option '--copy'
-usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
+usage: generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	run -2 "$GEN" "$TINY" "x" --seed
 	assert_line --index 0 "generate: --seed: missing value"
 	run -2 "$GEN" "$TINY" "x" --greedy=1
