@@ -248,6 +248,13 @@ swapped() {
 	[ "$(ls -A "$BATS_TEST_TMPDIR/out")" = t.q4_0.gguf ]  # no temporary file left
 }
 
+@test "quantize: a GGUF source is refused plainly, saying what reads it" {
+	run -1 --separate-stderr quantize "$GG/shakespeare-tiny.q4_0.gguf" -o "$BATS_TEST_TMPDIR/t.q8" --level int8
+	[ "$output" = "" ]
+	[ "$stderr" = "quantize: $GG/shakespeare-tiny.q4_0.gguf: GGUF input is not supported (quantize reads a safetensors model: a directory or its model.safetensors); forward, generate and chat run a GGUF file as it is" ]
+	[ ! -e "$BATS_TEST_TMPDIR/t.q8" ]
+}
+
 @test "quantize --format gguf: bf16 gives the safetensors model's logits, bitwise" {
 	O=$BATS_TEST_TMPDIR/t.bf16.gguf
 	quantize "$TINY" -o "$O" --format gguf --level bf16 2>/dev/null
