@@ -124,6 +124,7 @@ count() { wc -w < "$1"; }
 # ---- in a terminal: tmux on a private socket, one pane per test ----
 
 tmux_start() {
+	command -v tmux > /dev/null || skip "tmux is not installed (scripts/deps)"
 	SOCK="chat-$BATS_TEST_NUMBER-$$"
 	tmux -L "$SOCK" -f /dev/null new-session -d -x 150 -y 50 -s t \
 		"cd '$ROOT' && PATH='$BIN:$PATH' TMPDIR='$TMPDIR' bash --norc --noprofile"
