@@ -52,6 +52,21 @@ count() { wc -w < "$1"; }
 	tmpdir_empty
 }
 
+@test "an answer the context cuts short says so after its text, and sample never warns" {
+	# --ctx 80 and the default limit of 200: each answer gets what the
+	# context has left, and stops there with a notice of its own.
+	run --separate-stderr -0 bash -c "printf 'hello\nagain\n' | '$CHAT' '$TINY' --ctx 80 --seed 1 --ignore-eos -v"
+	refute_output --partial "sample:"
+	[[ $stderr != *"sample: warning"* ]]
+	[ "${#lines[@]}" -ge 2 ]
+	# Turn 1: the message's positions, then the answer up to the 80th.
+	p1=$(tok chat --user hello | wc -w)
+	[ "${stderr_lines[1]}" = "chat: the answer stopped at $((80 - p1)) tokens: the context is full (80 positions, --ctx)" ]
+	[ "${stderr_lines[2]}" = "chat: turn 1: 79 positions ($p1 for the message, $((80 - p1 - 1)) for the answer); the context holds 79 of 80" ]
+	[ "$(grep -c '^chat: the answer stopped at' <<<"$stderr")" = 2 ]
+	tmpdir_empty
+}
+
 @test "a message that cannot fit says so and the chat goes on" {
 	run --separate-stderr -0 bash -c "printf '%s\nhi\n' \"\$(printf 'word %.0s' \$(seq 60))\" | '$CHAT' '$TINY' --ctx 40 -n 4 --greedy"
 	[[ "${stderr_lines[0]}" = "chat: this message does not fit in the context: "*" positions with the system message, of 40 (--ctx)" ]]
