@@ -109,6 +109,19 @@ count() { wc -w < "$1"; }
 	assert_output "$want"
 }
 
+@test "/save and /load: ~/ is the home directory, no file gives the usage, a broken file is named" {
+	export HOME=$BATS_TEST_TMPDIR/home
+	mkdir -p "$HOME"
+	echo '[{"role": "user"}]' > "$BATS_TEST_TMPDIR/bad.json"
+	run --separate-stderr -0 bash -c "printf 'Hi\n/save ~/c.json\n/save\n/load\n/load %s\n/load ~/c.json\n' '$BATS_TEST_TMPDIR/bad.json' | '$CHAT' '$TINY' --greedy -n 4"
+	[ "${stderr_lines[0]}" = "chat: saved 2 messages to $HOME/c.json" ]
+	[ "${stderr_lines[1]}" = "chat: usage: /save FILE" ]
+	[ "${stderr_lines[2]}" = "chat: usage: /load FILE" ]
+	[ "${stderr_lines[3]}" = "tok: $BATS_TEST_TMPDIR/bad.json: messages[0]: content is not a string" ]
+	[ "${stderr_lines[4]}" = "chat: loaded 2 messages from $HOME/c.json" ]
+	[ "$(jq -r '.[0].content' "$HOME/c.json")" = Hi ]
+}
+
 @test "--seed S seeds turn N with S + N - 1" {
 	d=$BATS_TEST_TMPDIR
 	printf 'Hi\nHi\n' | "$CHAT" "$TINY" --seed 3 -n 8 --ignore-eos > "$d/a"
@@ -207,6 +220,29 @@ Who art thou"
 	keys C-c
 	wait_for 1 "^status=0"
 	tmpdir_empty
+}
+
+@test "terminal: Ctrl-C just after Enter withdraws the message, and the prompt starts a new line" {
+	# A jq that takes a second to render a message (the one call with
+	# --arg q), so that Ctrl-C lands before the answer begins.
+	local slow=$BATS_TEST_TMPDIR/slow jq
+	jq=$(command -v jq)
+	mkdir -p "$slow"
+	printf '#!/bin/sh\ncase " $* " in *" --arg q "*) sleep 1;; esac\nexec %s "$@"\n' "$jq" >"$slow/jq"
+	chmod +x "$slow/jq"
+	tmux_start
+	keys "PATH='$slow':\$PATH scripts/chat data/shakespeare-tiny --greedy -n 4; echo status=\$?" Enter
+	wait_for 1 "^> "
+	keys "Who art thou" Enter
+	sleep 0.3
+	keys C-c
+	wait_for 1 "^chat: the message is withdrawn \(Ctrl-C before its answer began\)$"
+	wait_for 2 "^> "
+	run -1 grep -q '\^C> ' <<<"$(pane)"
+	keys "/save $BATS_TEST_TMPDIR/c.json" Enter
+	wait_for 1 "chat: saved 0 messages"
+	keys C-d
+	wait_for 1 "^status=0"
 }
 
 @test "terminal: a full context and /reset, with notices" {
