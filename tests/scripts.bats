@@ -100,6 +100,32 @@ usage: generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	tmpdir_empty
 }
 
+@test "generate, chat: llama.cpp's -m, -p, -f, -sys and --repeat-last-n; its other flags say they mean nothing here" {
+	want=$(printf 'ROMEO:' | tok encode | forward "$TINY" | sample --greedy -n 6 | tok decode)
+	run -0 "$GEN" -m "$TINY" -p "ROMEO:" --greedy -n 6
+	assert_output "$want"
+	printf 'ROMEO:' > "$BATS_TEST_TMPDIR/p.txt"
+	run -0 "$GEN" -n 6 -f "$BATS_TEST_TMPDIR/p.txt" --greedy -m "$TINY"
+	assert_output "$want"
+	# -sys is the system message, not -s ys (a seed).
+	want=$(tok chat --system 'Speak as a king.' --user Hi | forward "$TINY" | sample --greedy -n 6 | tok decode)
+	run -0 "$GEN" --chat "$TINY" Hi -sys "Speak as a king." --greedy -n 6
+	assert_output "$want"
+	run -0 bash -c "echo Hi | '$ROOT/scripts/chat' -m '$TINY' -sys 'Speak as a king.' --greedy -n 6"
+	assert_output "$want"
+	# --repeat-last-n: -1 is what the penalty covers here, 0 turns it off.
+	run -0 "$GEN" "$TINY" "ROMEO:" --repeat-penalty 1.5 --repeat-last-n 0 --greedy -n 6
+	assert_output "$("$GEN" "$TINY" "ROMEO:" --greedy -n 6)"
+	run -0 "$GEN" "$TINY" "ROMEO:" --repeat-penalty 1.5 --repeat-last-n -1 --greedy -n 6
+	assert_output "$("$GEN" "$TINY" "ROMEO:" --repeat-penalty 1.5 --greedy -n 6)"
+	run -2 "$GEN" "$TINY" "ROMEO:" --repeat-last-n 64
+	assert_line --index 0 "generate: --repeat-last-n: 64: the repetition penalty covers the whole context here (-1); 0 turns it off"
+	run -2 "$GEN" "$TINY" "ROMEO:" -ngl 99
+	assert_line --index 0 "generate: '-ngl' is llama.cpp's number of layers on the GPU, which has no meaning here"
+	run -2 "$ROOT/scripts/chat" "$TINY" -p hi
+	assert_line --index 0 "chat: '-p' is llama.cpp's prompt flag (the chat reads its messages as you type them), which has no meaning here"
+}
+
 @test "generate: --chat renders one user turn, after --system; flags before the model too" {
 	run -0 "$GEN" --greedy -n 6 --chat "$TINY" "Hi" --system "Speak as a king."
 	want=$(tok chat --system 'Speak as a king.' --user Hi | forward "$TINY" | sample --greedy -n 6 | tok decode)
