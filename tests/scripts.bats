@@ -142,9 +142,9 @@ usage: generate [--chat] MODEL PROMPT|- [FLAGS...]"
 }
 
 @test "download-qwen: a host it cannot reach is one line naming it and HF_ENDPOINT" {
-	[ ! -e "$DATA/qwen2.5-0.5b-instruct/model.safetensors" ] || skip "the weights are already downloaded"
-	# Port 9 (discard) on the loopback: refused at once, no network needed.
-	HF_ENDPOINT=http://127.0.0.1:9 run -1 --separate-stderr "$ROOT/scripts/download-qwen"
+	# Port 9 (discard) on the loopback: refused at once, no network needed;
+	# --force, so that weights already there do not end it first.
+	HF_ENDPOINT=http://127.0.0.1:9 run -1 --separate-stderr "$ROOT/scripts/download-qwen" --force
 	[ "$output" = "" ]
 	[ "$stderr" = "download-qwen: cannot reach 127.0.0.1:9 (offline? HF_ENDPOINT names a mirror)" ]
 	run -0 ls -A "$DATA/qwen2.5-0.5b-instruct"
