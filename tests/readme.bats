@@ -92,3 +92,14 @@ setup() {
 	[[ $with != *"$stop"* ]]
 	[[ $output == "$with"*"$stop"* ]]
 }
+
+@test "every build or environment switch the docs name exists in the code" {
+	# QWENPIPE_* variables and FWD_* build switches named in README.md or
+	# docs/ must appear in lib/, tools/, scripts/ or the Makefile.
+	local v missing=
+	for v in $(grep -ohE '\b(QWENPIPE|FWD)_[A-Z0-9_]+' "$ROOT/README.md" "$ROOT"/docs/*.md | sort -u); do
+		grep -rqw -- "$v" "$ROOT/lib" "$ROOT/tools" "$ROOT/scripts" "$ROOT/Makefile" ||
+			missing="$missing $v"
+	done
+	[ -z "$missing" ] || { echo "named in the docs, not in the code:$missing"; false; }
+}

@@ -150,3 +150,15 @@ usage: generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	run -0 ls -A "$DATA/qwen2.5-0.5b-instruct"
 	refute_output --partial ".model.safetensors."
 }
+
+@test "numerics-matrix: each program once per SIMD level this CPU has, no OpenBLAS axis" {
+	# The engine links no OpenBLAS (tests/link.bats); its levels are what
+	# test_kernels names as this machine's and those below it.
+	run -0 "$ROOT/scripts/numerics-matrix" kernels
+	top=$(QWENPIPE_SIMD= "$ROOT/build/tests/test_kernels" | sed -n 's/^this machine: //p')
+	case $top in scalar) n=1 ;; avx2) n=2 ;; avx512) n=3 ;; *) false ;; esac
+	refute_output --partial "OpenBLAS"
+	refute_output --partial "skip"
+	assert_line --index 0 "ok   kernels  $top"
+	assert_line "numerics-matrix: $n passed, 0 failed"
+}
