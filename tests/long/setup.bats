@@ -8,9 +8,10 @@ load ../test_helper
 @test "a fresh clone: make run builds and generates with the bundled model" {
 	local c=$BATS_TEST_TMPDIR/clone
 	git clone -q "$ROOT" "$c"
-	run -0 --separate-stderr make -C "$c" run
+	cd "$c"
+	run -0 --separate-stderr make run
 	want=$("$ROOT/scripts/generate" "$DATA/shakespeare-tiny" "ROMEO:" --seed 42 -n 40)
 	[ -n "$want" ]
 	[[ $output == *$'\n'"$want" ]]  # after the build's lines
-	[ -x "$c/bin/forward" ]
+	[ -x bin/forward ]
 }
