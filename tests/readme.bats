@@ -103,3 +103,7 @@ setup() {
 	done
 	[ -z "$missing" ] || { echo "named in the docs, not in the code:$missing"; false; }
 }
+
+@test "README.md and docs/ cite nothing outside the repository's tree (../shared)" {
+	run -1 grep -n '\.\./shared' "$ROOT/README.md" "$ROOT"/docs/*.md
+}
