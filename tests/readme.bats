@@ -107,3 +107,21 @@ setup() {
 @test "README.md and docs/ cite nothing outside the repository's tree (../shared)" {
 	run -1 grep -n '\.\./shared' "$ROOT/README.md" "$ROOT"/docs/*.md
 }
+
+@test "docs/architecture.md lists every file of lib/ in its layer's row" {
+	# Each lib/LAYER/NAME.c or .h is named in the LAYER row's file list:
+	# `NAME`, `NAME.h`, or a `PREFIX*` pattern.
+	local f layer name row missing=
+	for f in "$ROOT"/lib/*/*.[ch]; do
+		layer=$(basename "$(dirname "$f")") name=$(basename "$f")
+		name=${name%.[ch]}
+		row=$(grep -m1 "^| \`$layer/\`" "$ROOT/docs/architecture.md" | awk -F'|' '{ print $4 }')
+		[[ $row == *"\`$name\`"* || $row == *"\`$name.h\`"* ]] && continue
+		local ok=0 pat
+		for pat in $(grep -o '`[a-z_]*\*`' <<<"$row" | tr -d '`*'); do
+			[[ $name == "$pat"* ]] && ok=1
+		done
+		[ $ok = 1 ] || missing="$missing $layer/$name"
+	done
+	[ -z "$missing" ] || { echo "not in docs/architecture.md:$missing"; false; }
+}
