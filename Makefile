@@ -1,8 +1,13 @@
 # qwenpipe: libcommon (lib/) and one executable per tools/<name>/.
 #
 #   make            build lib/libcommon.a into build/ and every tool into bin/
-#   make test       build, run every C test (tests/c/) and every bats test
-#                   (tests/*.bats), then name what failed
+#   make run        install what is missing (scripts/deps), build, and
+#                   generate text with the bundled model
+#   make test       the same install and build, the tokenizer oracle (npm ci
+#                   in tests/oracle), then every C test (tests/c/) and every
+#                   bats test (tests/*.bats), then name what failed
+#   make test-long  the tests too long for make test (tests/long/: the
+#                   whole-text perplexity gates); CI runs them
 #   make check      the same test suite built with AddressSanitizer + UBSan (build/san/)
 #   make browser    the page scripts/viz writes, in headless Chromium (needs
 #                   scripts/deps --browser and npm ci in tests/browser)
@@ -57,7 +62,7 @@ FUZZERS   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test ctest bats browser check fuzz fuzzers bench man install clean
+.PHONY: all run test test-long ctest bats browser check fuzz fuzzers bench man install clean
 .SECONDARY:
 
 all: $(TOOL_BINS)
@@ -119,10 +124,32 @@ ctest: $(CTESTS)
 bats: $(TOOL_BINS)
 	BIN=$(abspath $(BIN)) bats tests/
 
+# What `make run` and `make test` need before they build: the Debian
+# packages (scripts/deps, which installs only what is missing; once per
+# build directory, again when scripts/deps changes) and, for the tests, the
+# tokenizer oracle (tests/oracle: HuggingFace tokenizers from npm, pinned by
+# its package-lock.json).
+DEPS   := $(BUILD)/deps.ok
+ORACLE := tests/oracle/node_modules/.package-lock.json
+
+$(DEPS): scripts/deps
+	scripts/deps
+	@mkdir -p $(dir $@) && touch $@
+
+$(ORACLE): tests/oracle/package-lock.json | $(DEPS)
+	cd tests/oracle && npm ci --no-audit --no-fund --loglevel=error
+
+# A newcomer's first command: install, build, generate with the bundled model.
+run: $(DEPS)
+	@$(MAKE) --no-print-directory all
+	scripts/generate data/shakespeare-tiny "ROMEO:" --seed 42 -n 40
+
 # The C programs, then every bats file (even when a program failed), then
 # one line naming what failed: the programs, and the bats tests by name
 # (bats runs in TAP mode for that; its output is kept in $(BUILD)/bats.tap).
-test: all $(CTESTS)
+# tests/long/ (the whole-text perplexity gates, minutes) is `make test-long`.
+test: $(DEPS) $(ORACLE)
+	@$(MAKE) --no-print-directory all $(CTESTS)
 	@rm -f $(BUILD)/ctest.failed; $(MAKE) --no-print-directory ctest || true; \
 	[ -f $(BUILD)/ctest.failed ] || echo "ctest-did-not-run" > $(BUILD)/ctest.failed; \
 	{ BIN=$(abspath $(BIN)) bats --tap tests/; echo $$? > $(BUILD)/bats.rc; } | tee $(BUILD)/bats.tap; \
@@ -134,6 +161,9 @@ test: all $(CTESTS)
 	grep '^not ok' $(BUILD)/bats.tap | sed 's/^not ok [0-9]* /  bats: /'; \
 	[ "$$(cat $(BUILD)/bats.rc)" = 0 ] || [ $$nb -gt 0 ] || echo "  bats itself exited $$(cat $(BUILD)/bats.rc)"; \
 	exit 1
+
+test-long: all
+	BIN=$(abspath $(BIN)) bats tests/long/
 
 browser: all
 	BIN=$(abspath $(BIN)) bats tests/browser/

@@ -90,6 +90,47 @@ qp_tables() {
 	done
 }
 
+# qp_llama: llama-cli's spellings, which a user of llama.cpp types out of
+# habit (after the script's own qp_own --system). Those that mean something
+# here become the script's own flags: -m MODEL (--model), -sys TEXT
+# (--system), --repeat-last-n N; the common ones that mean nothing here are
+# refused, saying what they are in llama.cpp. The script handles --model
+# and --repeat-last-n (qp_repeat_last_n).
+declare -A qp_llama_why=(
+	[-ngl]="number of layers on the GPU" [--n-gpu-layers]="number of layers on the GPU"
+	[-fa]="flash attention switch" [--flash-attn]="flash attention switch"
+	[-b]="logical batch size" [--batch-size]="logical batch size"
+	[-ub]="physical batch size" [--ubatch-size]="physical batch size"
+	[--mlock]="switch to lock the model in RAM" [--no-mmap]="switch to read the model (the default here; --mmap maps it)"
+	[-cnv]="conversation switch (scripts/chat is the conversation)"
+	[--conversation]="conversation switch (scripts/chat is the conversation)"
+	[-no-cnv]="switch to turn off conversation mode" [--no-conversation]="switch to turn off conversation mode"
+	[-i]="interactive switch (scripts/chat is the conversation)"
+	[--interactive]="interactive switch (scripts/chat is the conversation)"
+	[--color]="switch to colour the output" [--keep]="count of prompt tokens to keep"
+	[--mirostat]="Mirostat sampler" [--grammar]="grammar constraint" [-e]="escape switch"
+	[--escape]="escape switch"
+)
+qp_llama() {
+	local f
+	qp_own --model value -m
+	qp_own --repeat-last-n value
+	qp_flag[-sys]="self --system value"
+	for f in "${!qp_llama_why[@]}"; do
+		qp_flag[$f]="self $f none"
+	done
+}
+
+# qp_repeat_last_n N: llama.cpp's --repeat-last-n. The repetition penalty
+# here covers every id of the context, llama.cpp's -1; 0 turns it off.
+qp_repeat_last_n() {
+	case $1 in
+	-1) ;;
+	0) qp_push sample --repeat-penalty 1 ;;
+	*) qp_usage_error "--repeat-last-n: $1: the repetition penalty covers the whole context here (-1); 0 turns it off" ;;
+	esac
+}
+
 # qp_parse ARGS...: sorts the arguments. Sets qp_args (the operands, in
 # order), qp_self (the script's own flags as "LONG" or "LONG VALUE"
 # pairs, in order: LONG, then the value or "") and, for each tool, the
@@ -106,7 +147,7 @@ qp_parse() {
 			qp_args+=("$@")
 			return ;;
 		--*=*) name=${a%%=*} val=${a#*=} have_val=1 ;;
-		--* | -?) name=$a val= have_val=0 ;;
+		--* | -? | -sys | -ngl | -fa | -ub | -cnv | -no-cnv) name=$a val= have_val=0 ;;
 		-?*)  # -n5: a short flag with its value attached
 			name=${a:0:2} val=${a:2} have_val=1 ;;
 		*)
@@ -124,6 +165,8 @@ qp_parse() {
 		[[ "$longs" != *" or "* ]] ||
 			qp_usage_error "'$name' is ambiguous:$longs (give the long name)"
 		kind=${entry[2]}
+		[ "$kind" != none ] ||
+			qp_usage_error "'$name' is llama.cpp's ${qp_llama_why[$name]}, which has no meaning here"
 		if [ "$kind" = value ] && [ "$have_val" = 0 ]; then
 			[ $# -gt 0 ] || qp_usage_error "$name: missing value"
 			val=$1 have_val=1

@@ -52,6 +52,21 @@ count() { wc -w < "$1"; }
 	tmpdir_empty
 }
 
+@test "an answer the context cuts short says so after its text, and sample never warns" {
+	# --ctx 80 and the default limit of 200: each answer gets what the
+	# context has left, and stops there with a notice of its own.
+	run --separate-stderr -0 bash -c "printf 'hello\nagain\n' | '$CHAT' '$TINY' --ctx 80 --seed 1 --ignore-eos -v"
+	refute_output --partial "sample:"
+	[[ $stderr != *"sample: warning"* ]]
+	[ "${#lines[@]}" -ge 2 ]
+	# Turn 1: the message's positions, then the answer up to the 80th.
+	p1=$(tok chat --user hello | wc -w)
+	[ "${stderr_lines[1]}" = "chat: the answer stopped at $((80 - p1)) tokens: the context is full (80 positions, --ctx)" ]
+	[ "${stderr_lines[2]}" = "chat: turn 1: 79 positions ($p1 for the message, $((80 - p1 - 1)) for the answer); the context holds 79 of 80" ]
+	[ "$(grep -c '^chat: the answer stopped at' <<<"$stderr")" = 2 ]
+	tmpdir_empty
+}
+
 @test "a message that cannot fit says so and the chat goes on" {
 	run --separate-stderr -0 bash -c "printf '%s\nhi\n' \"\$(printf 'word %.0s' \$(seq 60))\" | '$CHAT' '$TINY' --ctx 40 -n 4 --greedy"
 	[[ "${stderr_lines[0]}" = "chat: this message does not fit in the context: "*" positions with the system message, of 40 (--ctx)" ]]
@@ -94,6 +109,19 @@ count() { wc -w < "$1"; }
 	assert_output "$want"
 }
 
+@test "/save and /load: ~/ is the home directory, no file gives the usage, a broken file is named" {
+	export HOME=$BATS_TEST_TMPDIR/home
+	mkdir -p "$HOME"
+	echo '[{"role": "user"}]' > "$BATS_TEST_TMPDIR/bad.json"
+	run --separate-stderr -0 bash -c "printf 'Hi\n/save ~/c.json\n/save\n/load\n/load %s\n/load ~/c.json\n' '$BATS_TEST_TMPDIR/bad.json' | '$CHAT' '$TINY' --greedy -n 4"
+	[ "${stderr_lines[0]}" = "chat: saved 2 messages to $HOME/c.json" ]
+	[ "${stderr_lines[1]}" = "chat: usage: /save FILE" ]
+	[ "${stderr_lines[2]}" = "chat: usage: /load FILE" ]
+	[ "${stderr_lines[3]}" = "tok: $BATS_TEST_TMPDIR/bad.json: messages[0]: content is not a string" ]
+	[ "${stderr_lines[4]}" = "chat: loaded 2 messages from $HOME/c.json" ]
+	[ "$(jq -r '.[0].content' "$HOME/c.json")" = Hi ]
+}
+
 @test "--seed S seeds turn N with S + N - 1" {
 	d=$BATS_TEST_TMPDIR
 	printf 'Hi\nHi\n' | "$CHAT" "$TINY" --seed 3 -n 8 --ignore-eos > "$d/a"
@@ -108,7 +136,7 @@ count() { wc -w < "$1"; }
 @test "usage errors exit 2; a model without weights says how to get them" {
 	run -2 "$CHAT"
 	assert_line --index 0 "chat: expected one model, got 0 operand(s)"
-	assert_line --index 1 "usage: scripts/chat MODEL [--system TEXT] [-v] [FLAGS...]"
+	assert_line --index 1 "usage: chat MODEL [--system TEXT] [-v] [FLAGS...]"
 	run -2 "$CHAT" "$TINY" --copy
 	assert_line --index 0 "chat: unknown option '--copy'"
 	run -2 "$CHAT" "$TINY" --emit-eos
@@ -124,6 +152,7 @@ count() { wc -w < "$1"; }
 # ---- in a terminal: tmux on a private socket, one pane per test ----
 
 tmux_start() {
+	command -v tmux > /dev/null || skip "tmux is not installed (scripts/deps)"
 	SOCK="chat-$BATS_TEST_NUMBER-$$"
 	tmux -L "$SOCK" -f /dev/null new-session -d -x 150 -y 50 -s t \
 		"cd '$ROOT' && PATH='$BIN:$PATH' TMPDIR='$TMPDIR' bash --norc --noprofile"
@@ -191,6 +220,29 @@ Who art thou"
 	keys C-c
 	wait_for 1 "^status=0"
 	tmpdir_empty
+}
+
+@test "terminal: Ctrl-C just after Enter withdraws the message, and the prompt starts a new line" {
+	# A jq that takes a second to render a message (the one call with
+	# --arg q), so that Ctrl-C lands before the answer begins.
+	local slow=$BATS_TEST_TMPDIR/slow jq
+	jq=$(command -v jq)
+	mkdir -p "$slow"
+	printf '#!/bin/sh\ncase " $* " in *" --arg q "*) sleep 1;; esac\nexec %s "$@"\n' "$jq" >"$slow/jq"
+	chmod +x "$slow/jq"
+	tmux_start
+	keys "PATH='$slow':\$PATH scripts/chat data/shakespeare-tiny --greedy -n 4; echo status=\$?" Enter
+	wait_for 1 "^> "
+	keys "Who art thou" Enter
+	sleep 0.3
+	keys C-c
+	wait_for 1 "^chat: the message is withdrawn \(Ctrl-C before its answer began\)$"
+	wait_for 2 "^> "
+	run -1 grep -q '\^C> ' <<<"$(pane)"
+	keys "/save $BATS_TEST_TMPDIR/c.json" Enter
+	wait_for 1 "chat: saved 0 messages"
+	keys C-d
+	wait_for 1 "^status=0"
 }
 
 @test "terminal: a full context and /reset, with notices" {

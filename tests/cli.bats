@@ -63,6 +63,9 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 	declare -A meaning where
 	for t in "${TOOLS[@]}"; do
 		while IFS=$'\t' read -r long kind others; do
+			# ppl's chunk is the context of each of its runs, as
+			# llama-perplexity's -c is
+			[ "$t $long" != "ppl --chunk" ] || long=--ctx
 			for o in $others; do
 				[[ $o == -? ]] || continue
 				if [ -n "${meaning[$o]-}" ] && [ "${meaning[$o]}" != "$long $kind" ]; then
@@ -86,6 +89,8 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 	assert_line "$(printf -- '--tokens\tvalue\t-n --max-tokens --n-predict --predict')"
 	run -0 forward --options
 	assert_line "$(printf -- '--ctx\tvalue\t-c --ctx-size')"
+	run -0 ppl --options
+	assert_line "$(printf -- '--chunk\tvalue\t-c --ctx-size')"
 	assert_line "$(printf -- '--threads\tvalue\t-t')"
 	# an alias is the same flag: its errors name it as the flag
 	run -2 sample --temp 200 </dev/null
@@ -136,6 +141,14 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 		[ -s "$d/usr/share/man/man1/$t.1" ] || { echo "no man page for $t"; false; }
 	done
 	[ -f "$d/usr/share/qwenpipe/common.bash" ]
+	# What is installed names itself as installed: no scripts/ in the help
+	# of generate and chat or in their man pages.
+	for t in generate chat; do
+		run -0 env PATH=/usr/bin:/bin "$d/usr/bin/$t" --help
+		assert_line --index 0 --regexp "^usage: $t "
+		refute_output --partial "scripts/"
+		run -1 grep -F "scripts/" "$d/usr/share/man/man1/$t.1"
+	done
 	run -0 env PATH=/usr/bin:/bin "$d/usr/bin/generate" --version
 	assert_output "generate (qwenpipe) $(cat "$ROOT/VERSION")"
 	# the installed script finds the installed tools and data, nothing of

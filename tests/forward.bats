@@ -164,6 +164,28 @@ no_fifo_dir() {
 	assert_output "forward: <stdin>: 3 ids do not fit in the context of 2 positions (--ctx)"
 }
 
+@test "the ids from a file or - (stdin) after the model; a third operand is a usage error" {
+	printf '1235 3234\n395 593\n' > "$BATS_TEST_TMPDIR/ids"
+	forward "$SHAPES" --score < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/want"
+	forward "$SHAPES" - --score < "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/dash"
+	forward "$SHAPES" "$BATS_TEST_TMPDIR/ids" --score < /dev/null > "$BATS_TEST_TMPDIR/file"
+	cmp "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/dash"
+	cmp "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/file"
+	# The file is named in messages, as stdin is <stdin>.
+	echo 1 2 3 > "$BATS_TEST_TMPDIR/ids"
+	run -1 bash -c "forward '$SHAPES' '$BATS_TEST_TMPDIR/ids' --score --ctx 2 > /dev/null"
+	assert_output "forward: $BATS_TEST_TMPDIR/ids: 3 ids do not fit in the context of 2 positions (--ctx)"
+	run -1 bash -c "forward '$SHAPES' '$BATS_TEST_TMPDIR/none' --score > /dev/null"
+	assert_output "forward: $BATS_TEST_TMPDIR/none: No such file or directory"
+	run -2 --separate-stderr forward "$SHAPES" - -
+	assert_equal "${stderr_lines[0]}" "forward: one model and one ids file only"
+}
+
+@test "forward --help says it takes a GGUF file" {
+	run -0 forward --help
+	assert_line --partial "GGUF file (.gguf"
+}
+
 @test "a model that does not exist is an error naming it" {
 	run -1 bash -c "echo 1 | forward /nonexistent --score > /dev/null"
 	assert_output "forward: /nonexistent: No such file or directory"

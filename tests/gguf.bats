@@ -151,6 +151,33 @@ rejects() {
 	[[ $stderr == *"GGUF: 3 Q8_0 matrices repacked as int8 (exact), 22 Q5_0 dequantized to float32 (exact), 2 Q4_K dequantized to float32 (exact), 2 Q6_K dequantized to float32 (exact)"* ]]
 }
 
+@test "a GGUF file without general.sampling.* samples with Qwen2.5's or llama.cpp's defaults" {
+	# llama.cpp's files of the bundled model have no sampling keys and
+	# Qwen2.5's vocabulary: the values of Qwen2.5's own
+	# generation_config.json, and -v says whose they are.
+	local q=$DATA/qwen2.5-0.5b-instruct/generation_config.json
+	want="temperature $(jq .temperature "$q"), top-k $(jq .top_k "$q"), top-p $(jq .top_p "$q"), min-p 0, repeat-penalty $(jq .repetition_penalty "$q")"
+	run --separate-stderr -0 bash -c "echo 1 | forward -v '$GG/shakespeare-tiny.q4_0.gguf' | sample -v -n 1 --seed 1"
+	[[ $stderr == *"sampling defaults: Qwen2.5's generation_config.json (no general.sampling.* in the file; the vocabulary is Qwen2.5's)"* ]]
+	[[ $stderr == *"sample: seed 1, $want"$'\n'* ]]
+	# Another vocabulary (one special token renamed), no sampling keys:
+	# llama.cpp's defaults (common/common.h).
+	local m=$BATS_TEST_TMPDIR/m
+	mkdir "$m"
+	cp "$TINY/config.json" "$TINY/model.safetensors" "$TINY/tokenizer_config.json" "$m/"
+	sed 's/<tool_call>/<tool-call>/g' "$TINY/tokenizer.json" >"$m/tokenizer.json"
+	quantize "$m" -o "$m.gguf" --format gguf --level bf16 2>/dev/null
+	run --separate-stderr -0 bash -c "echo 1 | forward -v '$m.gguf' | sample -v -n 1 --seed 1"
+	[[ $stderr == *"sampling defaults: llama.cpp's defaults (no general.sampling.* in the file)"* ]]
+	[[ $stderr == *"sample: seed 1, temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat-penalty 1"$'\n'* ]]
+	# A file with the keys keeps its own values, and -v names no defaults.
+	cp "$TINY/generation_config.json" "$m/"
+	quantize "$m" -o "$m.2.gguf" --format gguf --level bf16 2>/dev/null
+	run --separate-stderr -0 bash -c "echo 1 | forward -v '$m.2.gguf' | sample -v -n 1 --seed 1"
+	[[ $stderr != *"sampling defaults"* ]]
+	[[ $stderr == *"sample: seed 1, temperature 0.8, top-k 40, top-p 0.9, min-p 0, repeat-penalty 1"$'\n'* ]]
+}
+
 @test "tok --tokenizer FILE.gguf: the file's own tokenizer and chat template" {
 	text=$'ROMEO: But soft! what light\n<|im_start|>user  \t42 caf\xc3\xa9'
 	want=$(tok encode <<<"$text")
@@ -219,6 +246,13 @@ swapped() {
 	[ "$(tok encode --tokenizer "$O" <<<"to be or not")" = "$(tok encode <<<"to be or not")" ]
 	forward "$O" --score <<<"1 2 3" >/dev/null
 	[ "$(ls -A "$BATS_TEST_TMPDIR/out")" = t.q4_0.gguf ]  # no temporary file left
+}
+
+@test "quantize: a GGUF source is refused plainly, saying what reads it" {
+	run -1 --separate-stderr quantize "$GG/shakespeare-tiny.q4_0.gguf" -o "$BATS_TEST_TMPDIR/t.q8" --level int8
+	[ "$output" = "" ]
+	[ "$stderr" = "quantize: $GG/shakespeare-tiny.q4_0.gguf: GGUF input is not supported (quantize reads a safetensors model: a directory or its model.safetensors); forward, generate and chat run a GGUF file as it is" ]
+	[ ! -e "$BATS_TEST_TMPDIR/t.q8" ]
 }
 
 @test "quantize --format gguf: bf16 gives the safetensors model's logits, bitwise" {

@@ -163,3 +163,11 @@ peek64() {
 	run -1 forward m.q4 --f32 --score <"$BATS_TEST_TMPDIR/ids"
 	assert_output "forward: m.q4: a quantized container cannot be widened to float32 (--f32 needs a safetensors model)"
 }
+
+@test "quantize --help states the int4 scale lib/kernels/quant.h computes" {
+	# quant.h: scale = -m / 8 for m the group's weight of largest magnitude;
+	# the search for a least-squares scale was dropped.
+	run -0 quantize --help
+	assert_output --partial "int4: one scale per group along the input, -m/8"
+	refute_output --partial "squared error"
+}

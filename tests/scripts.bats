@@ -48,12 +48,12 @@ greedy_text() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json" | tok de
 
 @test "generate: --help anywhere, --version; a flag no tool has is the script's usage error" {
 	run -0 "$GEN" "$TINY" --help
-	assert_line --index 0 "usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
+	assert_line --index 0 "usage: generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	run -0 "$GEN" --version
 	assert_output "generate (qwenpipe) $(cat "$ROOT/VERSION")"
 	run -2 "$GEN" "$TINY" "x" --copy
 	assert_output "generate: unknown option '--copy'
-usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
+usage: generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	run -2 "$GEN" "$TINY" "x" --seed
 	assert_line --index 0 "generate: --seed: missing value"
 	run -2 "$GEN" "$TINY" "x" --greedy=1
@@ -72,6 +72,12 @@ usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	refute_output --partial "forward"
 	run -1 "$GEN" "$DATA/qwen2.5-0.5b-instruct" "hi"
 	assert_output "generate: $DATA/qwen2.5-0.5b-instruct has no weights (model.safetensors, 988 MB): scripts/download-qwen fetches them"
+	# A prompt too long for the context: an operand is "prompt", stdin
+	# <stdin>.
+	run -1 "$GEN" "$TINY" "hi hi hi" --ctx 2
+	assert_output "forward: prompt: 3 ids do not fit in the context of 2 positions (--ctx)"
+	run -1 bash -c "printf 'hi hi hi' | '$GEN' '$TINY' - --ctx 2"
+	assert_output "forward: <stdin>: 3 ids do not fit in the context of 2 positions (--ctx)"
 	# -n 0: nothing, and no status of a tool whose reader stopped early.
 	run -0 "$GEN" "$TINY" "x" -n 0
 	assert_output ""
@@ -94,6 +100,32 @@ usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	tmpdir_empty
 }
 
+@test "generate, chat: llama.cpp's -m, -p, -f, -sys and --repeat-last-n; its other flags say they mean nothing here" {
+	want=$(printf 'ROMEO:' | tok encode | forward "$TINY" | sample --greedy -n 6 | tok decode)
+	run -0 "$GEN" -m "$TINY" -p "ROMEO:" --greedy -n 6
+	assert_output "$want"
+	printf 'ROMEO:' > "$BATS_TEST_TMPDIR/p.txt"
+	run -0 "$GEN" -n 6 -f "$BATS_TEST_TMPDIR/p.txt" --greedy -m "$TINY"
+	assert_output "$want"
+	# -sys is the system message, not -s ys (a seed).
+	want=$(tok chat --system 'Speak as a king.' --user Hi | forward "$TINY" | sample --greedy -n 6 | tok decode)
+	run -0 "$GEN" --chat "$TINY" Hi -sys "Speak as a king." --greedy -n 6
+	assert_output "$want"
+	run -0 bash -c "echo Hi | '$ROOT/scripts/chat' -m '$TINY' -sys 'Speak as a king.' --greedy -n 6"
+	assert_output "$want"
+	# --repeat-last-n: -1 is what the penalty covers here, 0 turns it off.
+	run -0 "$GEN" "$TINY" "ROMEO:" --repeat-penalty 1.5 --repeat-last-n 0 --greedy -n 6
+	assert_output "$("$GEN" "$TINY" "ROMEO:" --greedy -n 6)"
+	run -0 "$GEN" "$TINY" "ROMEO:" --repeat-penalty 1.5 --repeat-last-n -1 --greedy -n 6
+	assert_output "$("$GEN" "$TINY" "ROMEO:" --repeat-penalty 1.5 --greedy -n 6)"
+	run -2 "$GEN" "$TINY" "ROMEO:" --repeat-last-n 64
+	assert_line --index 0 "generate: --repeat-last-n: 64: the repetition penalty covers the whole context here (-1); 0 turns it off"
+	run -2 "$GEN" "$TINY" "ROMEO:" -ngl 99
+	assert_line --index 0 "generate: '-ngl' is llama.cpp's number of layers on the GPU, which has no meaning here"
+	run -2 "$ROOT/scripts/chat" "$TINY" -p hi
+	assert_line --index 0 "chat: '-p' is llama.cpp's prompt flag (the chat reads its messages as you type them), which has no meaning here"
+}
+
 @test "generate: --chat renders one user turn, after --system; flags before the model too" {
 	run -0 "$GEN" --greedy -n 6 --chat "$TINY" "Hi" --system "Speak as a king."
 	want=$(tok chat --system 'Speak as a king.' --user Hi | forward "$TINY" | sample --greedy -n 6 | tok decode)
@@ -107,4 +139,26 @@ usage: scripts/generate [--chat] MODEL PROMPT|- [FLAGS...]"
 	[[ "$output" = *$'\r' ]]
 	run -0 bash -c "'$GEN' '$TINY' ROMEO: --greedy -n 3 | od -An -c | tail -n 1"
 	refute_output --partial '\n'
+}
+
+@test "download-qwen: a host it cannot reach is one line naming it and HF_ENDPOINT" {
+	# Port 9 (discard) on the loopback: refused at once, no network needed;
+	# --force, so that weights already there do not end it first.
+	HF_ENDPOINT=http://127.0.0.1:9 run -1 --separate-stderr "$ROOT/scripts/download-qwen" --force
+	[ "$output" = "" ]
+	[ "$stderr" = "download-qwen: cannot reach 127.0.0.1:9 (offline? HF_ENDPOINT names a mirror)" ]
+	run -0 ls -A "$DATA/qwen2.5-0.5b-instruct"
+	refute_output --partial ".model.safetensors."
+}
+
+@test "numerics-matrix: each program once per SIMD level this CPU has, no OpenBLAS axis" {
+	# The engine links no OpenBLAS (tests/link.bats); its levels are what
+	# test_kernels names as this machine's and those below it.
+	run -0 "$ROOT/scripts/numerics-matrix" kernels
+	top=$(QWENPIPE_SIMD= "$ROOT/build/tests/test_kernels" | sed -n 's/^this machine: //p')
+	case $top in scalar) n=1 ;; avx2) n=2 ;; avx512) n=3 ;; *) false ;; esac
+	refute_output --partial "OpenBLAS"
+	refute_output --partial "skip"
+	assert_line --index 0 "ok   kernels  $top"
+	assert_line "numerics-matrix: $n passed, 0 failed"
 }

@@ -2,6 +2,7 @@
 # (bin/ by default, build/san/bin under `make check`), fixtures and golden
 # files from the repository.
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+[ -f "$ROOT/Makefile" ] || ROOT="$(cd "$ROOT/.." && pwd)"  # tests/long/
 BIN="${BIN:-$ROOT/bin}"
 PATH="$BIN:$PATH"
 DATA="$ROOT/data"

@@ -142,8 +142,10 @@ forward: $((n * (n + 1) / 2)) positions computed"
 
 @test "scripts/viz: usage errors exit 2 with the usage line; a tool's failure exits 1 with its message" {
 	run -2 "$ROOT/scripts/viz"
-	assert_line --index 0 "viz: no prompt (--prompt or --prompt-file)"
-	assert_line --index 1 --partial "usage: viz (--prompt TEXT | --prompt-file FILE)"
+	assert_line --index 0 "viz: no prompt (MODEL PROMPT, or --prompt)"
+	assert_line --index 1 --partial "usage: viz [MODEL] PROMPT|- "
+	run -2 "$ROOT/scripts/viz" "$TINY" x y
+	assert_line --index 0 "viz: one model and one prompt only"
 	run -2 "$ROOT/scripts/viz" --prompt x --bogus
 	assert_line --index 0 "viz: unknown option '--bogus'"
 	run -2 "$ROOT/scripts/viz" --prompt x -n many
@@ -154,4 +156,20 @@ forward: $((n * (n + 1) / 2)) positions computed"
 	run -1 "$ROOT/scripts/viz" --prompt x --temperature -1 -o "$BATS_TEST_TMPDIR/p.html"
 	assert_output --partial "sample: --temperature"
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR")" ]
+}
+
+@test "scripts/viz takes MODEL PROMPT as generate does, the old flags as aliases, and -t, -s, --temp" {
+	cd "$BATS_TEST_TMPDIR"
+	"$ROOT/scripts/viz" --model "$TINY" --prompt "ROMEO:" -n 5 --seed 4 --threads 1 \
+		--temperature 0.5 -o a.html --keep a > /dev/null
+	"$ROOT/scripts/viz" "$TINY" "ROMEO:" -n 5 -s 4 -t 1 --temp 0.5 -o b.html --keep b > /dev/null
+	printf 'ROMEO:' | "$ROOT/scripts/viz" -m "$TINY" - -n 5 -s 4 --temp 0.5 -o c.html --keep c > /dev/null
+	"$ROOT/scripts/viz" "ROMEO:" -n 5 -s 4 --temp 0.5 -o d.html --keep d > /dev/null
+	for k in b c d; do
+		cmp a/prompt.ids "$k/prompt.ids"
+		cmp a/cached.ids "$k/cached.ids"
+	done
+	# The same draws as the pipeline at that temperature and seed.
+	want=$(printf 'ROMEO:' | tok encode | forward "$TINY" | sample --seed 4 --temperature 0.5 -n 5)
+	[ "$(cat a/cached.ids)" = "$want" ]
 }

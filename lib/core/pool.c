@@ -10,8 +10,8 @@
 /* How a thread waits for the next job (or for the workers to finish): it
  * polls SPIN times, with a pause for the first SPIN_PAUSE rounds and a
  * sched_yield after that (so a spinning thread hands its core to our other
- * thread when the machine is oversubscribed), about 30 us in all, then
- * sleeps on the condition variable. The steps of a forward pass follow each
+ * thread when the machine is oversubscribed), then sleeps on the
+ * condition variable. The steps of a forward pass follow each
  * other within microseconds, so the next job is usually caught while
  * polling; between tokens threads sleep and take no CPU from anyone. Pause
  * only (SPIN_PAUSE = SPIN) let a spinning thread starve the other. The

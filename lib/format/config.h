@@ -48,6 +48,10 @@ struct gen_config {
 	double top_p;              /* 1.0 = off */
 	double min_p;              /* 0 = off */
 	double repetition_penalty; /* 1.0 = off */
+	/* Whose defaults these are when the file had no sampling settings
+	 * (a GGUF file without general.sampling.*), for -v; NULL when the
+	 * values are the file's own or gen_config_default's. */
+	const char *origin;
 };
 
 /* Parses config.json at path. Errors name the file and key:

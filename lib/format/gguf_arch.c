@@ -55,6 +55,61 @@ static int sampling(const struct gguf_file *f, struct gen_config *g, const char 
 		     &g->repetition_penalty, name, e) < 0 ? -1 : 0;
 }
 
+/* Whether f's vocabulary is Qwen2.5's: the qwen2 pre-tokenizer, and the
+ * special tokens Qwen2.5 added after Qwen2's (ids 151643 to 151664). */
+static bool is_qwen25_vocab(const struct gguf_file *f)
+{
+	static const char *const special[] = {
+		"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
+		"<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>",
+		"<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+		"<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
+		"<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+		"<|repo_name|>", "<|file_sep|>",
+	};
+	enum { FIRST = 151643, N = sizeof special / sizeof special[0] };
+	const char *pre;
+	uint64_t plen;
+	struct err ignore;
+	const struct gguf_kv *tok = gguf_find_kv(f, "tokenizer.ggml.tokens");
+	if (gguf_get_str(f, "tokenizer.ggml.pre", &pre, &plen, "", &ignore) != 0 ||
+	    plen != 5 || memcmp(pre, "qwen2", 5) != 0 || !tok || tok->type != GGUF_ARRAY ||
+	    tok->atype != GGUF_STRING || tok->n < FIRST + N)
+		return false;
+	const unsigned char *pos = tok->arr;
+	for (uint64_t i = 0; i < FIRST + N; i++) {
+		uint64_t len;
+		const char *s = gguf_arr_str(&pos, &len);
+		if (i >= FIRST && (len != strlen(special[i - FIRST]) ||
+				   memcmp(s, special[i - FIRST], len) != 0))
+			return false;
+	}
+	return true;
+}
+
+/* The sampling defaults of a file without general.sampling.*: Qwen2.5's
+ * generation_config.json (data/qwen2.5-0.5b-instruct/) when the vocabulary
+ * is Qwen2.5's, else llama.cpp's own defaults (common/common.h). */
+static void sampling_defaults(const struct gguf_file *f, struct gen_config *g)
+{
+	if (is_qwen25_vocab(f)) {
+		g->temperature = 0.7;
+		g->top_k = 20;
+		g->top_p = 0.8;
+		g->min_p = 0;
+		g->repetition_penalty = 1.1;
+		g->origin = "Qwen2.5's generation_config.json (no general.sampling.* "
+			    "in the file; the vocabulary is Qwen2.5's)";
+	} else {
+		g->temperature = 0.8;
+		g->top_k = 40;
+		g->top_p = 0.95;
+		g->min_p = 0.05;
+		g->repetition_penalty = 1.0;
+		g->origin = "llama.cpp's defaults (no general.sampling.* in the file)";
+	}
+}
+
 static int vocab_size(const struct gguf_file *f, int *v, const char *name, struct err *e)
 {
 	*v = 0;
@@ -150,6 +205,11 @@ int gguf_qwen2_config(const struct gguf_file *f, const char *name,
 	if (eot >= 0 && eot != eos)
 		c->eos_ids[c->n_eos++] = eot;
 	gen_config_default(g, c);
+	bool any = false;
+	for (int i = 0; i < f->nkv; i++)
+		any |= strncmp(f->kv[i].key, "general.sampling.", 17) == 0;
+	if (!any)
+		sampling_defaults(f, g);
 	return sampling(f, g, name, e);
 }
 

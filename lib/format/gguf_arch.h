@@ -18,7 +18,13 @@
  *     token_embd.weight's ne[1]           vocab_size
  *   tokenizer.ggml.bos_token_id, eos_token_id (and eot_token_id, also an
  *     end of generation when it differs)
- *   general.sampling.temp, top_k, top_p, min_p, penalty_repeat
+ *   general.sampling.temp, top_k, top_p, min_p, penalty_repeat; a file
+ *     with none of these gets Qwen2.5's generation_config.json values
+ *     (temperature 0.7, top-k 20, top-p 0.8, repetition penalty 1.1) when
+ *     its vocabulary is Qwen2.5's (pre-tokenizer qwen2 and Qwen2.5's
+ *     special tokens at ids 151643-151664), else llama.cpp's defaults
+ *     (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05); gen_config's
+ *     origin says which
  * Embeddings are tied exactly when there is no output.weight.
  *
  * Tensor names: token_embd.weight = model.embed_tokens.weight,

@@ -7,7 +7,7 @@
  * block are contiguous: the next block begins block_bytes further on. A
  * row's stream prefetched prefetch_ahead(block_bytes) bytes past its loads
  * therefore lands on the same column of a row in a later block, at least
- * PREFETCH_MIN bytes (about half a microsecond of DRAM streaming) ahead.
+ * PREFETCH_MIN bytes ahead.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
  * falls inside rows of the current block that are already on their way,

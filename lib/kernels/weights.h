@@ -28,12 +28,12 @@
  * inside it, for each WMAT_IL_COLS = 64 columns in turn, the 64 of row 4b,
  * then those of rows 4b + 1, 4b + 2 and 4b + 3. A kernel that walks the
  * four rows of a block together then reads one sequential stream, not four
- * streams cols apart: with both cores streaming, four streams reached a
- * quarter less bandwidth per core than one (docs/performance.md). Element
- * (r, c) is at wmat_row_at(r, cols, 1) + wmat_il_col(c). Models set it
- * when they own their weights (copied or widened, not mapped) on AMD
- * processors (model_interleave, lib/model/model.h: on Intel's, four
- * row-major streams measured faster).
+ * streams cols apart, which on AMD's processors gets more bandwidth per
+ * core (docs/performance.md, "Row layout by vendor"). Element (r, c) is
+ * at wmat_row_at(r, cols, 1) + wmat_il_col(c). Models set it when they own
+ * their weights (copied or widened, not mapped) on AMD processors
+ * (model_interleave, lib/model/model.h: on Intel's, four row-major streams
+ * are faster).
  *
  * Tiled (tiled != 0; WT_Q8 and WT_Q4): the layout of the int8-activation
  * kernels, rows in tiles of 16, scales inside the tiles, defined in

@@ -58,11 +58,11 @@ static int aligned(const struct st_file *f)
  * pad, which the caller picks so that the data it cares about lands 64-byte
  * aligned. read(), not a copy from the mapping: one fault per 4 KiB page of
  * the mapping costs seconds. Asks for huge pages (MADV_HUGEPAGE; the
- * kernel may decline): on an Intel Xeon VM they made bf16 decode 1.23x
- * faster on one thread (13.0 to 16.0 tok/s, bench, the synthetic model),
- * fewer TLB misses on a stream of 1 GB, where on an AMD EPYC VM they had
- * changed decode by under 1%. Opening can then take longer when the kernel
- * has to compact memory for them (up to 3 s there, instead of 0.2 to 0.8). */
+ * kernel may decline): fewer TLB misses on a stream of the whole weights,
+ * which decode reads once per token (in a VM a miss walks two page
+ * tables). Opening can then take longer when the kernel has to compact
+ * memory for them. The measurements: docs/performance.md ("Huge pages for
+ * the copy"). */
 unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 			       size_t pad, struct err *e)
 {

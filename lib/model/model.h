@@ -120,11 +120,10 @@ int model_matrices(struct model *m, struct wmat **w, const char **names);
 /* Interleaves the rows of every float and int8 matrix
  * (lib/kernels/weights.h) when m owns its weights (copied or widened; a
  * mapping is left as the file has it) and the processor is AMD's, so that
- * decode reads each block of rows as one stream. Measured
- * (docs/performance.md): on an AMD EPYC VM one stream decoded 1.06x to
- * 1.14x faster than four; on an Intel Xeon VM four streams, row-major,
- * decoded 1.13x to 1.31x faster than one, as Intel's L2 streamer follows
- * a stream per 4 KiB page. The bits are the same either way. The loaders
+ * decode reads each block of rows as one stream: faster on the AMD
+ * processors measured, slower on Intel's, whose L2 streamer follows a
+ * stream per 4 KiB page (docs/performance.md, "Row layout by vendor").
+ * The bits are the same either way. The loaders
  * call it last. Returns 0, or -1 with e set (memory). */
 int model_interleave(struct model *m, struct err *e);
 

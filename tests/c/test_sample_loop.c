@@ -42,6 +42,7 @@ struct run {
 	int close_stdout;           /* the reader of sample's stdout is gone */
 	/* out */
 	char out[4096];             /* sample's stdout */
+	char err[4096];             /* sample's stderr (checked, not shown) */
 	int fed[256], n_fed;        /* ids forward received */
 	int status;                 /* sample's exit status, 128+sig if killed */
 };
@@ -65,14 +66,16 @@ static void play(struct run *r)
 	struct err e;
 	struct feedback fb;
 	CHECK(feedback_open(&fb, &e) == 0, "feedback_open: %s", e.msg);
-	int in[2], out[2];
-	if (pipe(in) < 0 || pipe(out) < 0)
+	int in[2], out[2], errp[2];
+	if (pipe(in) < 0 || pipe(out) < 0 || pipe(errp) < 0)
 		abort();
 	pid_t pid = fork();
 	if (pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
+		dup2(errp[1], 2);
 		close(in[0]); close(in[1]); close(out[0]); close(out[1]);
+		close(errp[0]); close(errp[1]);
 		close(fb.fd);
 		const char *argv[16] = { sample_bin };
 		int n = 1;
@@ -83,6 +86,7 @@ static void play(struct run *r)
 	}
 	close(in[0]);
 	close(out[1]);
+	close(errp[1]);
 	if (r->close_stdout)
 		close(out[0]);
 	signal(SIGPIPE, SIG_IGN);
@@ -126,6 +130,10 @@ static void play(struct run *r)
 		close(out[0]);
 	}
 	r->out[n] = 0;
+	/* sample's messages are a line or two: the pipe held them */
+	ssize_t k = read(errp[0], r->err, sizeof r->err - 1);
+	r->err[k > 0 ? k : 0] = 0;
+	close(errp[0]);
 }
 
 static int tmpdir_empty(void)
@@ -212,6 +220,9 @@ int main(void)
 	chain(2, 5, want);
 	CHECK(c2.status == 0 && !strcmp(c2.out, want) && c2.n_fed == 4,
 	      "context full: status %d, out '%s', %d fed", c2.status, c2.out, c2.n_fed);
+	CHECK(!strcmp(c2.err, "sample: warning: the context is full (6 positions; forward "
+		      "--ctx sets it): generation stopped\n"),
+	      "context full: stderr '%s'", c2.err);
 
 	/* The reader of stdout is gone: 141, nothing fed back, FIFO closed. */
 	struct run d = { .args = (const char *[]){ NULL }, .prompt = prompt, .n_prompt = 2,

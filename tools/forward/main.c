@@ -59,8 +59,10 @@ enum { OPT_SCORE = CLI_LONG, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_F32, OPT_MMAP,
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory, a .safetensors file with its\n"
-	  "config.json beside it, or a quantized container\n"
-	  "(.q8, .q4, from quantize; self-contained)" },
+	  "config.json beside it, a quantized container\n"
+	  "(.q8, .q4, from quantize; self-contained) or a\n"
+	  "GGUF file (.gguf: llama.cpp's; self-contained)" },
+	{ 0, "IDS", NULL, "a file of token ids; - or none: stdin" },
 	{ OPT_SCORE, "score", NULL, "compute the logits of the input and exit (the\n"
 	  "default when stdout is a regular file); otherwise,\n"
 	  "when stdout is a pipe, generate: wait for each\n"
@@ -105,12 +107,12 @@ static const struct cli_opt opts[] = {
 
 static const struct cli_spec spec = {
 	.prog = "forward",
-	.usage = "forward MODEL [--score [--all]] [--trace FILE] [--trace-attn FILE] "
+	.usage = "forward MODEL [IDS|-] [--score [--all]] [--trace FILE] [--trace-attn FILE] "
 		 "[--no-cache] [--threads N] [--ctx N] [--f32] [--mmap] "
-		 "[--int8-activations | --f32-activations] [--bf16-activations] [-v] < ids\n"
+		 "[--int8-activations | --f32-activations] [--bf16-activations] [-v]\n"
 		 "forward --dump [--top K] < logits",
 	.about = "Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
-		 "line) on stdin, the binary logits stream on stdout.\n",
+		 "line) from IDS or stdin, the binary logits stream on stdout.\n",
 	.opts = opts,
 	.notes = "QWENPIPE_SIMD=scalar|avx2|avx512 caps the kernels used.\n",
 };
@@ -528,8 +530,16 @@ int main(int argc, char **argv)
 		dump(top);
 		cli_exit(EXIT_OK);
 	}
-	if (optind + 1 != argc)
-		cli_die_usage(optind == argc ? "no model given" : "one model only");
+	if (optind == argc)
+		cli_die_usage("no model given");
+	/* After the model, the ids' file: "-" (or nothing) is stdin. */
+	if (argc - optind > 2)
+		cli_die_usage("one model and one ids file only");
+	if (argc - optind == 2 && strcmp(argv[optind + 1], "-") != 0) {
+		in_name = argv[optind + 1];
+		if (!freopen(in_name, "r", stdin))
+			cli_die("%s: %s", in_name, strerror(errno));
+	}
 	cli_refuse_binary_tty();
 	/* A reader that went away is seen as EPIPE: at an end record that is
 	 * the normal end of a pipeline, elsewhere exit 141 (cli_die_err). */
@@ -588,6 +598,8 @@ int main(int argc, char **argv)
 			f.threads, f.threads == 1 ? "" : "s");
 	if (verbose && m.note[0])
 		fprintf(stderr, "forward: %s: %s\n", path, m.note);
+	if (verbose && m.gen.origin)
+		fprintf(stderr, "forward: %s: sampling defaults: %s\n", path, m.gen.origin);
 
 	struct input in = { .whole = score };
 	if (score) {

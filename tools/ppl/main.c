@@ -36,7 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { OPT_CHUNK = CLI_LONG, OPT_MAX_CHUNKS, OPT_NO_COMPARE };
+enum { OPT_MAX_CHUNKS = CLI_LONG, OPT_NO_COMPARE };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a safetensors model directory (or a container, alone)" },
@@ -52,7 +52,7 @@ static const struct cli_opt opts[] = {
 	  "(bf16 activations for the bf16 matrices, forward\n"
 	  "--bf16-activations) (default fp32,bf16,int8,int4);\n"
 	  "a CONTAINER runs as forward runs it by default" },
-	{ OPT_CHUNK, "chunk|ctx-size", "LIST", "tokens per chunk (the context of each run), one\n"
+	{ 'c', "chunk|ctx-size", "LIST", "tokens per chunk (the context of each run), one\n"
 	  "or more (default 256)" },
 	{ 'g', "group-size", "N", "int4 group size (default 32)" },
 	{ 'f', "text|file", "FILE", "the text, tokenized with the model's tokenizer\n"
@@ -320,7 +320,7 @@ int main(int argc, char **argv)
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
 		case 'l': level_list = v; break;
-		case OPT_CHUNK:
+		case 'c':
 			if (parse_long_list(v, 2, 1 << 20, chunks, MAX_CHUNKS, &nchunks, &e) < 0)
 				cli_die_usage("--chunk: %s", e.msg);
 			break;

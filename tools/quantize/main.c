@@ -42,8 +42,9 @@ static const struct cli_opt opts[] = {
 	{ 'o', "output", "OUT", "the container to write (atomically: a temporary\n"
 	  "file beside OUT, renamed when complete)" },
 	{ 'l', "level", "L", "int8: one scale per output row, max|row|/127;\n"
-	  "int4: one scale per group along the input, searched\n"
-	  "to minimise the squared error, codes in [-8, 7];\n"
+	  "int4: one scale per group along the input, -m/8\n"
+	  "for m the group's weight of largest magnitude,\n"
+	  "codes in [-8, 7];\n"
 	  "with --format gguf: bf16, f16, q8_0 or q4_0\n"
 	  "(llama.cpp's types; q4_0 keeps the embeddings q8_0)" },
 	{ OPT_FORMAT, "format", "F", "container (default: .q8, .q4) or gguf (llama.cpp's\n"
@@ -100,6 +101,10 @@ static void source_open(struct source *s, const char *model)
 	if (s->mf.kind == MODELPATH_CONTAINER)
 		cli_die("%s: already a quantized container (quantize reads a safetensors "
 			"model: a directory or its model.safetensors)", model);
+	if (s->mf.kind == MODELPATH_GGUF)
+		cli_die("%s: GGUF input is not supported (quantize reads a safetensors model: "
+			"a directory or its model.safetensors); forward, generate and chat run "
+			"a GGUF file as it is", model);
 	/* the weights first: given something that is not a model, say so,
 	 * rather than that no config.json is beside it */
 	if (st_open(&s->st, s->mf.weights, &e) < 0 || config_load(&s->cfg, s->mf.config, &e) < 0)
