@@ -306,7 +306,7 @@ config_dir() {
 	bad 1 "sample: <stdin>: truncated logits stream header" "head -c 100 '$S/header-only' | sample"
 	bad 1 "sample: <stdin>: truncated frame header" "head -c 4245 '$S/score-last' | sample"
 	bad 1 "sample: <stdin>: truncated frame at position 2" "sample <'$S/cut-frame'"
-	bad 1 "sample: <stdin>: logits stream version 1 is not supported (this reader knows version 2)" \
+	bad 1 "sample: <stdin>: logits stream version 1 is not supported (this reader knows version 3)" \
 		"printf 'QWLOGITS\x01\x00\x00\x00' | sample"
 	# a frame that claims 1,358,954,499 fed ids (found by fuzz_stream)
 	bad 1 "sample: <stdin>: truncated frame at position 1358954498" "sample <'$S/regress-oom-n-fed'"
@@ -314,7 +314,7 @@ config_dir() {
 	# tokenizer's 151,665): whatever sample draws, ids stay inside the stream's
 	# vocabulary, and a frame shorter than the header's vocabulary is cut
 	bad 1 "sample: <stdin>: truncated frame at position 2" \
-		"{ head -c 4240 '$S/score-last'; printf 'FRME\x02\x00\x00\x00\x00\x00\x00\x00'; head -c 16 /dev/zero; } | sample"
+		"{ head -c 4240 '$S/score-last'; printf 'FRME\x02\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff'; head -c 16 /dev/zero; } | sample"
 	# a stream that names a feedback FIFO nobody reads
 	bad 1 "sample: /tmp/qwenpipe.XXXX/ids: forward is not running (nobody reads the feedback channel)" \
 		"sample <'$S/generation'"

@@ -98,7 +98,7 @@ static void play(struct run *r)
 	r->n_fed = 0;
 	int ok = stream_write_header(f, &h, &e) == 0;
 	logits_for(r, last, x);
-	ok = ok && stream_write_frame(f, pos, r->prompt, (uint32_t)r->n_prompt, x, V, &e) == 0 &&
+	ok = ok && stream_write_frame(f, pos, r->prompt, (uint32_t)r->n_prompt, -1, x, V, &e) == 0 &&
 	     fflush(f) == 0;
 	frames++;
 	while (ok && frames < r->max_frames) {
@@ -109,7 +109,7 @@ static void play(struct run *r)
 		r->fed[r->n_fed++] = id;
 		logits_for(r, id, x);
 		int32_t one = id;
-		ok = stream_write_frame(f, ++pos, &one, 1, x, V, &e) == 0 && fflush(f) == 0;
+		ok = stream_write_frame(f, ++pos, &one, 1, -1, x, V, &e) == 0 && fflush(f) == 0;
 		frames++;
 	}
 	fclose(f);

@@ -107,7 +107,7 @@ f32() {  # f32 BITS: a float given by its bit pattern
 }
 header() {  # header N_VOCAB FLAGS PATH
 	printf 'QWLOGITS'
-	le 4 2; le 4 "$1"; le 4 0; le 4 2
+	le 4 3; le 4 "$1"; le 4 0; le 4 2
 	le 4 1; le 4 2; for i in 1 2 3 4 5 6; do le 4 -1; done
 	f32 0x3f333333; le 4 20; f32 0x3f4ccccd; f32 0; f32 0x3f8ccccd
 	le 4 "$2"; le 4 64; zeros 60
@@ -116,7 +116,7 @@ header() {  # header N_VOCAB FLAGS PATH
 frame() {  # frame POS IDS... : a frame with these ids fed and logits 0..7
 	local pos=$1
 	shift
-	printf 'FRME'; le 4 "$pos"; le 4 $#
+	printf 'FRME'; le 4 "$pos"; le 4 $#; le 4 -1
 	for id in "$@"; do le 4 "$id"; done
 	for b in 0 0x3f800000 0x40000000 0x40400000 0xbf800000 0x41200000 0xc1200000 0x3e800000; do
 		f32 "$b"
