@@ -398,6 +398,7 @@ static int generate(struct forward *f, const struct prompt *p, struct drafting *
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
 	for (long i = 0; i < p->t.n; i++)
 		draft_push(&sp->d, p->t.ids[i]);
+	sp->k = draft_k;  /* the work of a prompt depends on the context alone */
 	if (no_cache) {
 		forward_reset(f);
 		eval(f, sp->d.ids, sp->d.n, (int)p->t.n, 0, 0);
@@ -468,7 +469,7 @@ static void check_fits(const struct forward *f, const struct prompt *p,
 static void converse(struct forward *f, struct input *in, int no_cache)
 {
 	struct prompt p = { 0 };
-	struct drafting sp = { .k = draft_k };
+	struct drafting sp = { 0 };
 	struct err e;
 	if (draft_init(&sp.d, draft_ngram, f->ctx, &e) < 0 ||
 	    !(sp.batch = malloc(sizeof *sp.batch * (size_t)(1 + draft_k))))
