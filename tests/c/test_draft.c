@@ -80,7 +80,7 @@ int main(void)
 	printf("test_draft: %d proposals from the longest match, %d lost to collisions\n",
 	       longest, lost);
 	CHECK(wrong == 0, "%d proposals that are no earlier continuation", wrong);
-	CHECK(lost < CAP / 20 && longest > CAP / 2, "%d proposals from the longest "
+	CHECK(lost < CAP / 10 && longest > CAP / 2, "%d proposals from the longest "
 	      "match, %d lost to collisions", longest, lost);
 
 	/* draft_keep(n) is the drafter of the first n ids. */
