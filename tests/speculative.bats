@@ -41,14 +41,15 @@ same() {
 
 @test "drafting changes no id: greedy and sampling, seeds, temperatures, top-k/p, min-p, penalties" {
 	same "$TINY" "-t 1" "--greedy -n 100"
-	same "$TINY" "-t 1" "--seed 2 -n 100 --ignore-eos"
+	same "$TINY" "-t 1" "--seed 2 --temperature 0.4 -n 100 --ignore-eos"
 	same "$TINY" "-t 1" "--seed 3 --temperature 1.2 -n 100 --ignore-eos"
-	same "$TINY" "-t 1" "--seed 4 --top-k 3 -n 100 --ignore-eos"
-	same "$TINY" "-t 1" "--seed 5 --top-k 0 --top-p 0.5 -n 100 --ignore-eos"
+	same "$TINY" "-t 1" "--seed 9 --temperature 0.3 --top-k 0 --top-p 1 -n 100 --ignore-eos"
+	same "$TINY" "-t 1" "--seed 4 --top-k 3 --temperature 0.6 -n 100 --ignore-eos"
+	same "$TINY" "-t 1" "--seed 5 --top-k 0 --top-p 0.5 --temperature 0.5 -n 100 --ignore-eos"
 	same "$TINY" "-t 1" "--seed 6 --min-p 0.2 -n 100 --ignore-eos"
 	# the penalty's context is the accepted ids only: a rejected draft in
 	# it would change later tokens
-	same "$TINY" "-t 1" "--seed 7 --repeat-penalty 1.3 -n 100 --ignore-eos"
+	same "$TINY" "-t 1" "--seed 7 --temperature 0.5 --repeat-penalty 1.3 -n 100 --ignore-eos"
 	same "$TINY" "-t 1" "--greedy --repeat-penalty 1.3 -n 100 --ignore-eos"
 	tmpdir_empty
 }

@@ -129,6 +129,7 @@ static const char *in_name = "<stdin>";
 #define FIRST_ID_TIMEOUT_MS 10000  /* a sampler must send its first id by then */
 #define DRAFT_K 4       /* --draft: docs/performance.md, speculative decoding */
 #define DRAFT_NGRAM 3
+#define PAUSE_MAX 16    /* ids run without drafting after failures, at most */
 static int draft_k = -1;        /* --draft; -1: DRAFT_K */
 static int draft_ngram = DRAFT_NGRAM;  /* --draft-ngram */
 
@@ -357,6 +358,8 @@ struct drafting {
 	int n_drafts;     /* drafts in the batch in flight */
 	int accepted;     /* of them, accepted so far */
 	int k;            /* drafts for the next batch, 1..draft_k (below) */
+	int pause, wait;  /* after failed single drafts: ids to run without
+			   * drafting (1, 2, 4 .. PAUSE_MAX), and how many are left */
 	long drafted, taken;  /* over the run */
 };
 
@@ -373,10 +376,17 @@ static int take(struct forward *f, struct drafting *sp, int id)
 	}
 	/* The next batch drafts as many as this one accepted and one more,
 	 * twice as many after a batch accepted whole: few wasted positions
-	 * where guesses fail, long batches where they hold. */
-	if (sp->n_drafts)
+	 * where guesses fail, long batches where they hold. A single draft
+	 * that fails pauses drafting, twice as long each time in a row. */
+	if (sp->n_drafts) {
 		sp->k = sp->accepted < sp->n_drafts ? sp->accepted + 1 :
 			2 * sp->k < draft_k ? 2 * sp->k : draft_k;
+		if (sp->accepted)
+			sp->pause = 0;
+		else if (sp->n_drafts == 1)
+			sp->wait = sp->pause = sp->pause ? 2 * sp->pause < PAUSE_MAX ?
+					       2 * sp->pause : PAUSE_MAX : 1;
+	}
 	forward_keep(f, sp->d.n);
 	sp->n_drafts = sp->accepted = 0;
 	return 0;
@@ -398,7 +408,9 @@ static int generate(struct forward *f, const struct prompt *p, struct drafting *
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
 	for (long i = 0; i < p->t.n; i++)
 		draft_push(&sp->d, p->t.ids[i]);
-	sp->k = draft_k;  /* the work of a prompt depends on the context alone */
+	/* the work of a prompt depends on the context alone */
+	sp->k = draft_k;
+	sp->pause = sp->wait = 0;
 	if (no_cache) {
 		forward_reset(f);
 		eval(f, sp->d.ids, sp->d.n, (int)p->t.n, 0, 0);
@@ -425,8 +437,9 @@ static int generate(struct forward *f, const struct prompt *p, struct drafting *
 		draft_push(&sp->d, id);
 		int room = f->ctx - f->n_past - 1;
 		sp->batch[0] = id;
-		sp->n_drafts = draft_propose(&sp->d, sp->k < room ? sp->k : room,
-					     sp->batch + 1);
+		sp->n_drafts = sp->wait ? 0 : draft_propose(&sp->d, sp->k < room ?
+							  sp->k : room, sp->batch + 1);
+		sp->wait -= sp->wait > 0;
 		sp->drafted += sp->n_drafts;
 		if (no_cache) {
 			forward_reset(f);
