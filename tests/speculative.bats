@@ -104,3 +104,16 @@ same() {
 	run -2 forward "$TINY" --no-cache --draft 2
 	assert_line --index 0 "forward: --draft needs the cache (--no-cache runs one token at a time)"
 }
+
+@test "forward --dump shows the drafts of a generation's batches" {
+	forward "$TINY" --draft 4 < "$P" | tee "$BATS_TEST_TMPDIR/stream" | sample --greedy -n 40 > /dev/null
+	forward --dump --top 1 < "$BATS_TEST_TMPDIR/stream" > "$BATS_TEST_TMPDIR/dump"
+	# each frame with a draft is followed by the frame of that id, one
+	# position on
+	run -0 awk '
+		d != "" { if ($1 != "pos=" p + 1 || $2 != "token=" d) bad++; n++ }
+		{ d = ""; split($1, a, "="); p = a[2] }
+		$3 ~ /^draft=/ { split($3, b, "="); d = b[2] }
+		END { print n, bad + 0 }' "$BATS_TEST_TMPDIR/dump"
+	[[ "$output" =~ ^[1-9][0-9]*" 0"$ ]]
+}

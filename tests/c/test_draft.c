@@ -16,13 +16,17 @@ enum { CAP = 600, K = 6, NGRAM = 3 };
  * latest occurrence of the last n ids ending before the last id, or 0. */
 static int scan(const int32_t *s, int len, int n, int max, int32_t *out)
 {
+	static int32_t ext[CAP + K];  /* the sequence, then the proposal */
 	for (int end = len - 2; end >= n - 1; end--) {
-		if (memcmp(s + end - n + 1, s + len - n, sizeof *s * (size_t)n))
+		int same = 1;
+		for (int i = 0; i < n; i++)
+			same &= s[end - i] == s[len - 1 - i];
+		if (!same)
 			continue;
-		for (int i = 0; i < max; i++) {
-			int at = end + 1 + i;
-			out[i] = at < len ? s[at] : out[at - len];
-		}
+		memcpy(ext, s, sizeof *s * (size_t)len);
+		for (int i = 0; i < max; i++)
+			ext[len + i] = ext[end + 1 + i];
+		memcpy(out, ext + len, sizeof *out * (size_t)max);
 		return max;
 	}
 	return 0;

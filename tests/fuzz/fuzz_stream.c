@@ -1,5 +1,6 @@
 /* fuzz_stream: the logits stream reader (stream_read_header, then
- * stream_read_frame to the end) on arbitrary bytes through fmemopen. A
+ * stream_read_frame to the end, and stream_skip_batch where a reader would
+ * reject a draft) on arbitrary bytes through fmemopen. A
  * frame that is returned has its ids inside the vocabulary; a clean end is
  * the end record or the end of the input. */
 #include "fuzz.h"
@@ -37,8 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(fr.pos >= 0 && fr.n_fed <= (uint32_t)fr.pos + 1);
 		for (uint32_t i = 0; i < fr.n_fed; i++)
 			FUZZ_CHECK(fr.fed[i] >= 0 && (uint32_t)fr.fed[i] < h.n_vocab);
+		FUZZ_CHECK(fr.draft >= -1 && fr.draft < (int32_t)h.n_vocab);
 		volatile float sink = fr.logits[0] + fr.logits[h.n_vocab - 1];
 		(void)sink;
+		/* a reader that rejects the drafts of odd positions */
+		if (fr.draft >= 0 && fr.pos % 2 &&
+		    stream_skip_batch(f, &h, &fr, "<stdin>", &e) < 0) {
+			fuzz_check_msg(&e, "<stdin>");
+			goto out;
+		}
 	}
 	if (r < 0)
 		fuzz_check_msg(&e, "<stdin>");
