@@ -209,7 +209,9 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 		      struct stream_frame *fr, const char *name, struct err *e)
 {
 	unsigned char b[FRAME_SIZE];  /* a frame's fixed part, or the end record */
-	fr->ended = 0;
+	int32_t want = fr->took ? fr->draft : -1, prev = fr->pos;  /* stream_took */
+	fr->ended = fr->took = 0;
+	fr->draft = -1;
 	long got = read_full(f, b, 4);
 	if (got < 0)
 		return err_set(e, "%s: read error: %s", name, strerror(errno));
@@ -243,6 +245,7 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 	if (draft < -1 || (draft >= 0 && (uint32_t)draft >= h->n_vocab))
 		return err_set(e, "%s: corrupt frame at position %d: draft %d outside "
 			       "the vocabulary", name, pos, draft);
+	fr->draft = draft;
 	if (!fr->logits) {
 		fr->logits = malloc(4 * (size_t)h->n_vocab);
 		if (!fr->logits)
@@ -250,7 +253,6 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 	}
 	fr->pos = pos;
 	fr->n_fed = n_fed;
-	fr->draft = draft;
 	int r = read_fed(f, fr, n_fed);
 	if (r == 0) {
 		got = read_full(f, fr->logits, 4 * (size_t)h->n_vocab);
@@ -266,6 +268,9 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 		if (fr->fed[i] < 0 || (uint32_t)fr->fed[i] >= h->n_vocab)
 			return err_set(e, "%s: corrupt frame at position %d: id %d outside "
 				       "the vocabulary", name, pos, fr->fed[i]);
+	if (want >= 0 && (pos != prev + 1 || n_fed != 1 || fr->fed[0] != want))
+		return err_set(e, "%s: corrupt logits stream: the frame at position %d "
+			       "does not continue the draft %d", name, pos, want);
 	return 1;
 }
 
@@ -287,6 +292,16 @@ int stream_skip_batch(FILE *f, const struct stream_header *h,
 				       "in the batch after position %d", name, fr->pos, pos);
 	}
 	return 0;
+}
+
+int stream_took(FILE *f, const struct stream_header *h, struct stream_frame *fr,
+		int32_t id, const char *name, struct err *e)
+{
+	if (fr->draft >= 0 && id == fr->draft) {
+		fr->took = 1;
+		return 1;
+	}
+	return stream_skip_batch(f, h, fr, name, e);
 }
 
 void stream_frame_free(struct stream_frame *fr)

@@ -62,6 +62,7 @@
  *     discards the rest of the batch (stream_skip_batch: the frames up to
  *     and including the next one whose draft is -1), whose fed ids it never
  *     adds to its context, and sends the token back.
+ * stream_took does either, given the token drawn.
  * A reader that stops (end of sequence, a limit, a signal) also skips the
  * rest of the batch it is in, so that what follows is the end record.
  * The ids a reader sends back are exactly those it would send without
@@ -123,6 +124,8 @@ struct stream_frame {
 	int32_t *fed;      /* n_fed ids; owned by the frame, grown as needed */
 	uint32_t fed_cap;
 	float *logits;     /* n_vocab floats; owned by the frame */
+	int took;          /* stream_took: the reader took the draft, which the
+			    * next frame must carry (0 in a new frame) */
 	int ended;         /* stream_read_frame met the end record ... */
 	struct stream_end end;  /* ... which said this */
 };
@@ -149,11 +152,13 @@ int stream_write_end(int fd, const struct stream_end *end, struct err *e);
 int stream_read_header(FILE *f, struct stream_header *h, const char *name,
 		       struct err *e);
 
-/* Reads the next frame into fr (allocated on first use, sized from h).
- * Returns 1 for a frame; 0 at a clean end of stream: the end record (read
- * whole, fr->ended set and fr->end filled; f is left right after it) or
- * EOF exactly between frames (fr->ended 0); -1 on error ("<stdin>:
- * truncated frame at position 5"). */
+/* Reads the next frame into fr (allocated on first use, sized from h;
+ * zero-initialise it before the first call). Returns 1 for a frame; 0 at a
+ * clean end of stream: the end record (read whole, fr->ended set and
+ * fr->end filled; f is left right after it) or EOF exactly between frames
+ * (fr->ended 0), with fr->draft -1; -1 on error ("<stdin>: truncated frame
+ * at position 5"; after stream_took, "<stdin>: corrupt logits stream: the
+ * frame at position 8 does not continue the draft 42"). */
 int stream_read_frame(FILE *f, const struct stream_header *h,
 		      struct stream_frame *fr, const char *name, struct err *e);
 
@@ -166,6 +171,13 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
  * when the stream ends the batch with its end record. */
 int stream_skip_batch(FILE *f, const struct stream_header *h,
 		      struct stream_frame *fr, const char *name, struct err *e);
+
+/* The reader drew id from fr: when id is fr's draft, marks it taken (the
+ * next frame must continue the batch with it) and returns 1; otherwise
+ * reads the rest of the batch (stream_skip_batch) and returns 0; -1 on
+ * error. */
+int stream_took(FILE *f, const struct stream_header *h, struct stream_frame *fr,
+		int32_t id, const char *name, struct err *e);
 
 void stream_frame_free(struct stream_frame *fr);
 

@@ -245,12 +245,12 @@ static void lp_write(struct sampler *s, const struct stream_frame *fr, int id,
 
 /* ---- the loop ---- */
 
-/* Reads the rest of fr's batch, unused: its frames assumed a draft that
- * was not taken. Dies on a bad stream. */
-static void skip_batch(const struct stream_header *h, struct stream_frame *fr)
+/* After drawing id from fr: stream_took (INT32_MAX, never a draft, reads
+ * the rest of the batch unused). Dies on a bad stream. */
+static void took(const struct stream_header *h, struct stream_frame *fr, int32_t id)
 {
 	struct err e;
-	if (stream_skip_batch(stdin, h, fr, in_name, &e) < 0) {
+	if (stream_took(stdin, h, fr, id, in_name, &e) < 0) {
 		if (interrupted)
 			die_of_sigint();
 		lp_fail();
@@ -321,13 +321,12 @@ int main(int argc, char **argv)
 		}
 	}
 
-	struct stream_frame fr = { .draft = -1 };
+	struct stream_frame fr = { 0 };
 	const char *why = "end of stream";
 	int stdout_gone = 0;
 	long n = 0;
 	double t_first = 0, t_last = 0;
-	int32_t taken = -1;  /* the draft just accepted: the next frame's id */
-	int in_batch = 0;    /* frames of fr's batch follow it */
+	int in_batch = 0;    /* frames of fr's batch follow it, unread */
 	while (max_tokens < 0 || n < max_tokens) {
 		int r = stream_read_frame(stdin, &h, &fr, in_name, &e);
 		if (r < 0 && interrupted)
@@ -339,12 +338,6 @@ int main(int argc, char **argv)
 		in_batch = r == 1 && fr.draft >= 0;
 		if (r == 0)
 			break;
-		if (taken >= 0 && (fr.n_fed != 1 || fr.fed[0] != taken)) {
-			lp_fail();
-			cli_die("%s: corrupt logits stream: the frame at position %d does not "
-				"continue the draft %d", in_name, fr.pos, taken);
-		}
-		taken = -1;
 		if (interrupted) {
 			why = "interrupted";
 			break;
@@ -395,17 +388,13 @@ int main(int argc, char **argv)
 			close(fifo);
 			fifo = -1;
 		}
-		if (id == fr.draft) {
-			taken = id;
-		} else {
-			skip_batch(&h, &fr);
-			in_batch = 0;
-		}
+		took(&h, &fr, id);
+		in_batch = 0;
 	}
 	/* Stopped inside a batch: read the rest, so that the end record
 	 * comes next (a conversation reads it, docs/chat.md). */
 	if (in_batch)
-		skip_batch(&h, &fr);
+		took(&h, &fr, INT32_MAX);
 	if (max_tokens == 0)
 		why = "max tokens";
 	/* Closing the FIFO is what ends the generation. */
