@@ -311,7 +311,7 @@ config_dir() {
 	bad 1 "sample: <stdin>: truncated logits stream header" "head -c 100 '$S/header-only' | sample"
 	bad 1 "sample: <stdin>: truncated frame header" "head -c 4245 '$S/score-last' | sample"
 	bad 1 "sample: <stdin>: truncated frame at position 2" "sample <'$S/cut-frame'"
-	bad 1 "sample: <stdin>: logits stream version 1 is not supported (this reader knows version 2)" \
+	bad 1 "sample: <stdin>: logits stream version 1 is not supported (this reader knows version 3)" \
 		"printf 'QWLOGITS\x01\x00\x00\x00' | sample"
 	# a frame that claims 1,358,954,499 fed ids (found by fuzz_stream)
 	bad 1 "sample: <stdin>: truncated frame at position 1358954498" "sample <'$S/regress-oom-n-fed'"
@@ -319,7 +319,18 @@ config_dir() {
 	# tokenizer's 151,665): whatever sample draws, ids stay inside the stream's
 	# vocabulary, and a frame shorter than the header's vocabulary is cut
 	bad 1 "sample: <stdin>: truncated frame at position 2" \
-		"{ head -c 4240 '$S/score-last'; printf 'FRME\x02\x00\x00\x00\x00\x00\x00\x00'; head -c 16 /dev/zero; } | sample"
+		"{ head -c 4240 '$S/score-last'; printf 'FRME\x02\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff'; head -c 16 /dev/zero; } | sample"
+	# speculative frames (vocabulary 8, greedy draws 5): a draft outside
+	# the vocabulary; a taken draft 5 that the next frame does not
+	# continue; the end record inside a batch whose draft 4 was not taken
+	F="printf 'FRME\x02\0\0\0\x01\0\0\0"
+	L="tail -c 32 '$S/score-last'"
+	bad 1 "sample: <stdin>: corrupt frame at position 2: draft 8 outside the vocabulary" \
+		"{ head -c 4240 '$S/score-last'; $F\x08\0\0\0\x03\0\0\0'; $L; } | sample"
+	bad 1 "sample: <stdin>: corrupt logits stream: the frame at position 3 does not continue the draft 5" \
+		"{ head -c 4240 '$S/score-last'; $F\x05\0\0\0\x03\0\0\0'; $L; printf 'FRME\x03\0\0\0\x01\0\0\0\xff\xff\xff\xff\x04\0\0\0'; $L; } | sample --greedy > /dev/null"
+	bad 1 "sample: <stdin>: corrupt logits stream: the end record inside the batch after position 2" \
+		"{ head -c 4240 '$S/score-last'; $F\x04\0\0\0\x03\0\0\0'; $L; tail -c 16 '$S/score-end'; } | sample --greedy > /dev/null"
 	# a stream that names a feedback FIFO forward did not make
 	bad 1 "sample: /tmp/qwenpipe.XXXX/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" \
 		"sample <'$S/generation'"

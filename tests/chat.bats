@@ -25,7 +25,9 @@ count() { wc -w < "$1"; }
 	# Turn 2: the 12th token (never fed back), then the next message.
 	turn_ids "Whence comest thou?" > "$d/t2"
 	cat "$d/p1" "$d/a1" "$d/t2" | gen > "$d/a2"
-	run --separate-stderr -0 bash -c "printf 'Who art thou?\nWhence comest thou?\n' | '$CHAT' '$TINY' --greedy --ignore-eos -n 12 -v"
+	# (--draft 0: drafting computes more positions, the turn line says how
+	# many; the terminal test below has it on)
+	run --separate-stderr -0 bash -c "printf 'Who art thou?\nWhence comest thou?\n' | '$CHAT' '$TINY' --greedy --ignore-eos -n 12 -v --draft 0"
 	assert_output "$(tok decode < "$d/a1"; echo; tok decode < "$d/a2"; echo)"
 	[ "${stderr_lines[0]}" = "chat: a context of 4096 positions" ]
 	p1=$(count "$d/p1") t2=$(count "$d/t2")
@@ -214,9 +216,9 @@ Who art thou"
 	# The second turn computed its message and its answer only: the first
 	# answer, stopped, was all fed back, so nothing of it is computed again.
 	line=$(pane | grep '^chat: turn 2:')
-	[[ "$line" =~ ^"chat: turn 2: "([0-9]+)" positions ("([0-9]+)" for the message, "([0-9]+)" for the answer)" ]]
+	[[ "$line" =~ ^"chat: turn 2: "([0-9]+)" positions ("([0-9]+)" for the message, "([0-9]+)" for the answer"(", "([0-9]+)" for drafts not taken")?")" ]]
 	[ "${BASH_REMATCH[2]}" = "$(turn_ids 'and then?' | wc -l)" ]
-	[ "${BASH_REMATCH[1]}" = $((BASH_REMATCH[2] + BASH_REMATCH[3])) ]
+	[ "${BASH_REMATCH[1]}" = $((BASH_REMATCH[2] + BASH_REMATCH[3] + ${BASH_REMATCH[5]:-0})) ]
 	keys C-c
 	wait_for 1 "^status=0"
 	tmpdir_empty

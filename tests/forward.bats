@@ -83,12 +83,12 @@ no_fifo_dir() {
 	(
 		head -c 4240 > "$dir/hdr"
 		fifo=$(dd if="$dir/hdr" bs=1 skip=144 count=4096 2>/dev/null | tr -d '\0')
-		head -c $((12 + 3 * 4 + 4096 * 4)) > "$dir/f0"
+		head -c $((16 + 3 * 4 + 4096 * 4)) > "$dir/f0"
 		exec 7> "$fifo"
 		echo 7 >&7
-		head -c $((12 + 4 + 4096 * 4)) > "$dir/f1"
+		head -c $((16 + 4 + 4096 * 4)) > "$dir/f1"
 		echo 8 >&7
-		head -c $((12 + 4 + 4096 * 4)) > "$dir/f2"
+		head -c $((16 + 4 + 4096 * 4)) > "$dir/f2"
 		exec 7>&-
 		cat > "$dir/rest"
 	) < "$dir/p"

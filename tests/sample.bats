@@ -47,9 +47,12 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 	assert_output "sample: <stdin>: empty input, expected a logits stream"
 	run -1 sample < <(printf 'QWLOGITX')
 	assert_output "sample: <stdin>: not a logits stream (bad magic)"
-	run -1 sample < <(printf 'QWLOGITS\003\000\000\000'; head -c 4228 /dev/zero)
-	assert_output "sample: <stdin>: logits stream version 3 is not supported (this reader knows version 2)"
-	run -1 sample < <(printf 'QWLOGITS\002\000\000\000'; head -c 100 /dev/zero)
+	run -1 sample < <(printf 'QWLOGITS\004\000\000\000'; head -c 4228 /dev/zero)
+	assert_output "sample: <stdin>: logits stream version 4 is not supported (this reader knows version 3)"
+	# version 2: frames without the draft field (before speculative frames)
+	run -1 sample < <(printf 'QWLOGITS\002\000\000\000'; head -c 4228 /dev/zero)
+	assert_output "sample: <stdin>: logits stream version 2 is not supported (this reader knows version 3)"
+	run -1 sample < <(printf 'QWLOGITS\003\000\000\000'; head -c 100 /dev/zero)
 	assert_output "sample: <stdin>: truncated logits stream header"
 }
 
@@ -64,7 +67,7 @@ USAGE="usage: sample [--greedy] [--temperature T] [--top-k K] [--top-p P] [--min
 	S=$ROOT/tests/fuzz/corpus/stream
 	{
 		head -c 4240 "$S/score-last"
-		printf 'FRME\x00\x00\x00\x00\x01\x00\x00\x00\x03\x00\x00\x00'
+		printf 'FRME\x00\x00\x00\x00\x01\x00\x00\x00\xff\xff\xff\xff\x03\x00\x00\x00'
 		printf '\x00\x00\x00\x40\x00\x00\x80\x3f'
 		for _ in 1 2 3 4 5 6; do printf '\x00\x00\x80\xff'; done
 	} >"$BATS_TEST_TMPDIR/masked"

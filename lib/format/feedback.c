@@ -99,7 +99,11 @@ int feedback_next(struct feedback *fb, int watch_fd, int first_timeout_ms,
 		if (n == 0)
 			return err_set(e, "no sampler connected to the feedback channel "
 				       "within %d s", first_timeout_ms / 1000);
-		if (watch_fd >= 0 && (p[1].revents & (POLLERR | POLLHUP)))
+		/* Ids sent before the sampler went are still taken: those it
+		 * sends without waiting for a frame (accepted drafts) may be
+		 * there when the reader of watch_fd has gone too. */
+		if (!(p[0].revents & POLLIN) && watch_fd >= 0 &&
+		    (p[1].revents & (POLLERR | POLLHUP)))
 			return 0;
 		if (p[0].revents & (POLLIN | POLLHUP)) {
 			ssize_t got = read(fb->fd, fb->buf + fb->len,

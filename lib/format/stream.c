@@ -35,6 +35,9 @@ static float get_f32(const unsigned char *p)
 	return f;
 }
 
+enum { FRAME_SIZE = 16 };  /* a frame's fixed part */
+_Static_assert(FRAME_SIZE >= STREAM_END_SIZE, "one buffer reads either");
+
 static int write_all(FILE *f, const void *buf, size_t n, struct err *e)
 {
 	if (n && fwrite(buf, 1, n, f) != n) {
@@ -73,12 +76,14 @@ int stream_write_header(FILE *f, const struct stream_header *h, struct err *e)
 }
 
 int stream_write_frame(FILE *f, int32_t pos, const int32_t *fed, uint32_t n_fed,
-		       const float *logits, uint32_t n_vocab, struct err *e)
+		       int32_t draft, const float *logits, uint32_t n_vocab,
+		       struct err *e)
 {
-	unsigned char b[12];
+	unsigned char b[FRAME_SIZE];
 	memcpy(b, "FRME", 4);
 	put_u32(b + 4, (uint32_t)pos);
 	put_u32(b + 8, n_fed);
+	put_u32(b + 12, (uint32_t)draft);
 	if (write_all(f, b, sizeof b, e) < 0)
 		return -1;
 	/* x86-64 is little-endian: ids and floats go out as they are. */
@@ -203,8 +208,10 @@ static int read_fed(FILE *f, struct stream_frame *fr, uint32_t n)
 int stream_read_frame(FILE *f, const struct stream_header *h,
 		      struct stream_frame *fr, const char *name, struct err *e)
 {
-	unsigned char b[STREAM_END_SIZE];  /* a frame's 12 bytes, or the end record */
-	fr->ended = 0;
+	unsigned char b[FRAME_SIZE];  /* a frame's fixed part, or the end record */
+	int32_t want = fr->took ? fr->draft : -1, prev = fr->pos;  /* stream_took */
+	fr->ended = fr->took = 0;
+	fr->draft = -1;
 	long got = read_full(f, b, 4);
 	if (got < 0)
 		return err_set(e, "%s: read error: %s", name, strerror(errno));
@@ -213,7 +220,7 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 	if (got < 4)
 		return err_set(e, "%s: truncated frame header", name);
 	int end = memcmp(b, "ENDG", 4) == 0;
-	size_t rest = (end ? STREAM_END_SIZE : 12) - 4;
+	size_t rest = (end ? STREAM_END_SIZE : FRAME_SIZE) - 4;
 	got = read_full(f, b + 4, rest);
 	if (got < 0)
 		return err_set(e, "%s: read error: %s", name, strerror(errno));
@@ -231,9 +238,14 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 		return err_set(e, "%s: corrupt logits stream (bad frame marker)", name);
 	int32_t pos = (int32_t)get_u32(b + 4);
 	uint32_t n_fed = get_u32(b + 8);
+	int32_t draft = (int32_t)get_u32(b + 12);
 	if (pos < 0 || n_fed > (uint32_t)pos + 1)
 		return err_set(e, "%s: corrupt frame (position %d, %u ids fed)",
 			       name, pos, n_fed);
+	if (draft < -1 || (draft >= 0 && (uint32_t)draft >= h->n_vocab))
+		return err_set(e, "%s: corrupt frame at position %d: draft %d outside "
+			       "the vocabulary", name, pos, draft);
+	fr->draft = draft;
 	if (!fr->logits) {
 		fr->logits = malloc(4 * (size_t)h->n_vocab);
 		if (!fr->logits)
@@ -256,7 +268,40 @@ int stream_read_frame(FILE *f, const struct stream_header *h,
 		if (fr->fed[i] < 0 || (uint32_t)fr->fed[i] >= h->n_vocab)
 			return err_set(e, "%s: corrupt frame at position %d: id %d outside "
 				       "the vocabulary", name, pos, fr->fed[i]);
+	if (want >= 0 && (pos != prev + 1 || n_fed != 1 || fr->fed[0] != want))
+		return err_set(e, "%s: corrupt logits stream: the frame at position %d "
+			       "does not continue the draft %d", name, pos, want);
 	return 1;
+}
+
+int stream_skip_batch(FILE *f, const struct stream_header *h,
+		      struct stream_frame *fr, const char *name, struct err *e)
+{
+	while (fr->draft >= 0) {
+		int32_t pos = fr->pos;
+		int r = stream_read_frame(f, h, fr, name, e);
+		if (r < 0)
+			return -1;
+		if (r == 0 && fr->ended)
+			return err_set(e, "%s: corrupt logits stream: the end record "
+				       "inside the batch after position %d", name, pos);
+		if (r == 0)
+			return 0;
+		if (fr->pos != pos + 1)
+			return err_set(e, "%s: corrupt logits stream: frame at position %d "
+				       "in the batch after position %d", name, fr->pos, pos);
+	}
+	return 0;
+}
+
+int stream_took(FILE *f, const struct stream_header *h, struct stream_frame *fr,
+		int32_t id, const char *name, struct err *e)
+{
+	if (fr->draft >= 0 && id == fr->draft) {
+		fr->took = 1;
+		return 1;
+	}
+	return stream_skip_batch(f, h, fr, name, e);
 }
 
 void stream_frame_free(struct stream_frame *fr)

@@ -6,7 +6,11 @@
  *
  * The made-up model (V = 64, end of sequence 63): after token t the logits
  * peak at next(t) (logit 4, all others 0), so greedy decoding follows
- * next(). The binary comes from $BIN (bin/ by default, build/san/bin under
+ * next(). With drafts (run.draft), the test drafts as forward --draft
+ * does (lib/format/stream.h): each id fed back runs with up to that many
+ * guessed ids, some right and some wrong, as one batch of frames; sample
+ * must write and feed back exactly what it does without them. The binary
+ * comes from $BIN (bin/ by default, build/san/bin under
  * `make check`). */
 #include "check.h"
 #include "format/feedback.h"
@@ -38,13 +42,16 @@ struct run {
 	float temperature;          /* the header's default */
 	int max_frames;             /* forward stops (killed) after this */
 	uint32_t ctx;               /* the header's context size (0: 100) */
-	int flat;                   /* logits: a fixed, soft distribution */
+	int flat;                   /* logits: a fixed, soft distribution (2: and
+				     * the end of sequence among the likely) */
+	int draft;                  /* drafts per batch (0: none) */
 	int close_stdout;           /* the reader of sample's stdout is gone */
 	/* out */
 	char out[4096];             /* sample's stdout */
 	char err[4096];             /* sample's stderr (checked, not shown) */
 	int fed[256], n_fed;        /* ids forward received */
 	int status;                 /* sample's exit status, 128+sig if killed */
+	int drafted, taken;         /* drafts written, and accepted */
 };
 
 static void logits_for(const struct run *r, int last, float *x)
@@ -54,10 +61,18 @@ static void logits_for(const struct run *r, int last, float *x)
 	if (r->flat) {
 		x[10] = 1.0f;
 		x[11] = 0.95f;
-		x[EOS] = -100; /* runs as long as -n says */
+		x[EOS] = r->flat == 2 ? 0.9f : -100; /* else as long as -n says */
 	} else {
 		x[next(last)] = 4;
 	}
+}
+
+/* The guess for position pos after prev: often right, not always. */
+static int guess(const struct run *r, int prev, int pos)
+{
+	if (r->flat)
+		return r->flat == 2 && pos % 5 == 0 ? EOS : pos % 3 ? 10 : 11;
+	return pos % 4 ? next(prev) : (next(prev) + 1) % 60;
 }
 
 /* Plays forward for one run of sample. */
@@ -99,10 +114,11 @@ static void play(struct run *r)
 	snprintf(h.fifo_path, sizeof h.fifo_path, "%s", fb.path);
 	float x[V];
 	int pos = r->n_prompt - 1, frames = 0, last = r->prompt[r->n_prompt - 1];
-	r->n_fed = 0;
+	int batch[16], n_drafts = 0, taken = 0;  /* the batch at pos .. pos + n_drafts */
+	r->n_fed = r->drafted = r->taken = 0;
 	int ok = stream_write_header(f, &h, &e) == 0;
 	logits_for(r, last, x);
-	ok = ok && stream_write_frame(f, pos, r->prompt, (uint32_t)r->n_prompt, x, V, &e) == 0 &&
+	ok = ok && stream_write_frame(f, pos, r->prompt, (uint32_t)r->n_prompt, -1, x, V, &e) == 0 &&
 	     fflush(f) == 0;
 	frames++;
 	while (ok && frames < r->max_frames) {
@@ -111,9 +127,25 @@ static void play(struct run *r)
 		if (got <= 0)
 			break;
 		r->fed[r->n_fed++] = id;
-		logits_for(r, id, x);
-		int32_t one = id;
-		ok = stream_write_frame(f, ++pos, &one, 1, x, V, &e) == 0 && fflush(f) == 0;
+		if (taken < n_drafts && id == batch[1 + taken]) {
+			taken++;
+			r->taken++;
+			continue;
+		}
+		pos += 1 + taken;
+		int room = (int)h.ctx - pos - 1;
+		n_drafts = r->draft < room ? r->draft : room;
+		taken = 0;
+		batch[0] = id;
+		for (int i = 1; i <= n_drafts; i++)
+			batch[i] = guess(r, batch[i - 1], pos + i);
+		r->drafted += n_drafts;
+		for (int j = 0; j <= n_drafts && ok; j++) {
+			logits_for(r, batch[j], x);
+			ok = stream_write_frame(f, pos + j, batch + j, 1,
+						j < n_drafts ? batch[j + 1] : -1, x, V, &e) == 0;
+		}
+		ok = ok && fflush(f) == 0;
 		frames++;
 	}
 	fclose(f);
@@ -255,6 +287,40 @@ int main(void)
 	CHECK(s1.status == 0 && strlen(s1.out) > 24 && !strcmp(s1.out, s2.out),
 	      "same seed: '%s' vs '%s'", s1.out, s2.out);
 	CHECK(strcmp(s1.out, s3.out) != 0, "seeds 7 and 8 agree: '%s'", s1.out);
+
+	/* Drafts change nothing: greedy, a full context, sampling with the
+	 * penalty, an end of sequence drawn inside a batch, stdout gone. */
+	const int32_t nine[] = { 9 };
+	struct run same[] = {
+		{ .args = (const char *[]){ "-n", "20", NULL }, .prompt = prompt,
+		  .n_prompt = 2, .max_frames = 100 },
+		{ .args = (const char *[]){ "-n", "50", NULL }, .prompt = prompt,
+		  .n_prompt = 2, .max_frames = 100, .ctx = 13 },
+		{ .args = (const char *[]){ "--seed", "3", "-n", "40", "--repeat-penalty",
+					    "1.05", NULL },
+		  .prompt = nine, .n_prompt = 1, .temperature = 0.2f, .max_frames = 100,
+		  .flat = 1 },
+		{ .args = (const char *[]){ "--seed", "5", "--emit-eos", NULL },
+		  .prompt = nine, .n_prompt = 1, .temperature = 0.2f, .max_frames = 100,
+		  .flat = 2 },
+		{ .args = (const char *[]){ NULL }, .prompt = prompt, .n_prompt = 2,
+		  .max_frames = 100, .close_stdout = 1 },
+	};
+	for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+		struct run off = same[i], on = same[i];
+		on.draft = 4;
+		play(&off);
+		play(&on);
+		int fed_same = off.n_fed == on.n_fed &&
+			!memcmp(off.fed, on.fed, sizeof *off.fed * (size_t)off.n_fed);
+		CHECK(off.status == on.status && !strcmp(off.out, on.out) && fed_same,
+		      "drafts, case %zu: status %d / %d, out '%s' / '%s', %d / %d fed", i,
+		      off.status, on.status, off.out, on.out, off.n_fed, on.n_fed);
+		CHECK(on.close_stdout || (on.taken > 0 && on.taken < on.drafted),
+		      "drafts, case %zu: %d drafted, %d taken", i, on.drafted, on.taken);
+		CHECK(i != 3 || strstr(on.out, "\n63\n"), "drafts, case 3: no end of "
+		      "sequence after the first token: '%s'", on.out);
+	}
 
 	CHECK(tmpdir_empty(), "%s not empty at the end", tmpdir);
 	rmdir(tmpdir);

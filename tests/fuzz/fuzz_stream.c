@@ -1,11 +1,12 @@
 /* fuzz_stream: the logits stream reader (stream_read_header, then
- * stream_read_frame to the end) on arbitrary bytes through fmemopen, and
- * the sampler on each frame as sample runs it: the header's settings (any
- * float the bytes hold, tiny temperatures included), then the limit of the
- * smallest temperature. A frame that is returned has its ids inside the
- * vocabulary; a clean end is the end record or the end of the input; a
- * draw is an id inside the vocabulary whose kept probabilities are finite
- * and sum to 1, or a one-line refusal. */
+ * stream_read_frame to the end, and stream_skip_batch where a reader would
+ * reject a draft) on arbitrary bytes through fmemopen, and the sampler on
+ * each frame as sample runs it: the header's settings (any float the bytes
+ * hold, tiny temperatures included), then the limit of the smallest
+ * temperature. A frame that is returned has its ids inside the vocabulary;
+ * a clean end is the end record or the end of the input; a draw is an id
+ * inside the vocabulary whose kept probabilities are finite and sum to 1,
+ * or a one-line refusal. */
 #include "fuzz.h"
 #include "format/stream.h"
 #include "sample/sampler.h"
@@ -78,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(fr.pos >= 0 && fr.n_fed <= (uint32_t)fr.pos + 1);
 		for (uint32_t i = 0; i < fr.n_fed; i++)
 			FUZZ_CHECK(fr.fed[i] >= 0 && (uint32_t)fr.fed[i] < h.n_vocab);
+		FUZZ_CHECK(fr.draft >= -1 && fr.draft < (int32_t)h.n_vocab);
 		volatile float sink = fr.logits[0] + fr.logits[h.n_vocab - 1];
 		(void)sink;
 		if (smp) {
@@ -87,6 +89,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct sampler_params tiny = p;
 			tiny.temperature = FLT_TRUE_MIN;
 			draw(smp, fr.logits, &tiny, h.n_vocab);
+		}
+		/* a reader that rejects the drafts of odd positions */
+		if (fr.draft >= 0 && fr.pos % 2 &&
+		    stream_skip_batch(f, &h, &fr, "<stdin>", &e) < 0) {
+			fuzz_check_msg(&e, "<stdin>");
+			goto out;
 		}
 	}
 	sampler_free(smp);

@@ -107,7 +107,7 @@ f32() {  # f32 BITS: a float given by its bit pattern
 }
 header() {  # header N_VOCAB FLAGS PATH
 	printf 'QWLOGITS'
-	le 4 2; le 4 "$1"; le 4 0; le 4 2
+	le 4 3; le 4 "$1"; le 4 0; le 4 2
 	le 4 1; le 4 2; for i in 1 2 3 4 5 6; do le 4 -1; done
 	f32 0x3f333333; le 4 20; f32 0x3f4ccccd; f32 0; f32 0x3f8ccccd
 	le 4 "$2"; le 4 64; zeros 60
@@ -116,7 +116,12 @@ header() {  # header N_VOCAB FLAGS PATH
 frame() {  # frame POS IDS... : a frame with these ids fed and logits 0..7
 	local pos=$1
 	shift
-	printf 'FRME'; le 4 "$pos"; le 4 $#
+	dframe "$pos" -1 "$@"
+}
+dframe() {  # dframe POS DRAFT IDS... : the same with a draft
+	local pos=$1 draft=$2
+	shift 2
+	printf 'FRME'; le 4 "$pos"; le 4 $#; le 4 "$draft"
 	for id in "$@"; do le 4 "$id"; done
 	for b in 0 0x3f800000 0x40000000 0x40400000 0xbf800000 0x41200000 0xc1200000 0x3e800000; do
 		f32 "$b"
@@ -128,6 +133,10 @@ header 8 0 '' >"$corpus/stream/header-only"
 { header 8 2 ''; frame 0 3; frame 1 4; frame 2 5; } >"$corpus/stream/score-all"
 { header 8 1 /tmp/qwenpipe.XXXX/ids; frame 1 3 4; frame 2 7; frame 3 1; } \
 	>"$corpus/stream/generation"
+# a batch: 3 fed back and the drafts 4 and 6 guessed after it, then the
+# next batch after 4 was taken and 6 was not
+{ header 8 1 /tmp/qwenpipe.XXXX/ids; frame 1 3 4; dframe 2 4 3; dframe 3 6 4; frame 4 6
+  dframe 4 2 5; frame 5 2; printf ENDG; le 4 4; le 4 6; le 4 64; } >"$corpus/stream/batches"
 head -c $((4240 + 20)) "$corpus/stream/score-last" >"$corpus/stream/cut-frame"
 head -c 100 "$corpus/stream/header-only" >"$corpus/stream/cut-header"
 

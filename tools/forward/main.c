@@ -38,6 +38,7 @@
 #include "format/idtext.h"
 #include "core/cpu.h"
 #include "format/feedback.h"
+#include "model/draft.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "format/stream.h"
@@ -55,7 +56,7 @@
 #include <unistd.h>
 
 enum { OPT_SCORE = CLI_LONG, OPT_TRACE_ATTN, OPT_NO_CACHE, OPT_F32, OPT_MMAP,
-       OPT_ACT8, OPT_F32ACT, OPT_B16ACT, OPT_TOP };
+       OPT_ACT8, OPT_F32ACT, OPT_B16ACT, OPT_TOP, OPT_DRAFT, OPT_DRAFT_NGRAM };
 
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory, a .safetensors file with its\n"
@@ -78,6 +79,13 @@ static const struct cli_opt opts[] = {
 	{ OPT_NO_CACHE, "no-cache", NULL, "generation: run the whole sequence again at every\n"
 	  "step instead of extending the KV cache (the\n"
 	  "quadratic baseline; the same logits)" },
+	{ OPT_DRAFT, "draft", "K", "generation: guess up to K next tokens from the\n"
+	  "context (prompt lookup) and run them with each\n"
+	  "token in one batch; the sampler verifies them, so\n"
+	  "the tokens are the same as without (default 4;\n"
+	  "0 = off)" },
+	{ OPT_DRAFT_NGRAM, "draft-ngram", "N", "with --draft: the longest n-gram looked up in\n"
+	  "the context, tried from N down to 1 (default 3)" },
 	{ 't', "threads", "N", "worker threads (default: the physical cores)" },
 	{ 'c', "ctx|ctx-size", "N", "positions in the KV cache (default: the model's,\n"
 	  "at most 4096)" },
@@ -108,7 +116,7 @@ static const struct cli_opt opts[] = {
 static const struct cli_spec spec = {
 	.prog = "forward",
 	.usage = "forward MODEL [IDS|-] [--score [--all]] [--trace FILE] [--trace-attn FILE] "
-		 "[--no-cache] [--threads N] [--ctx N] [--f32] [--mmap] "
+		 "[--no-cache] [--draft K] [--draft-ngram N] [--threads N] [--ctx N] [--f32] [--mmap] "
 		 "[--int8-activations | --f32-activations] [--bf16-activations] [-v]\n"
 		 "forward --dump [--top K] < logits",
 	.about = "Runs the Qwen2 forward pass: token ids (decimal text, one or more per\n"
@@ -121,6 +129,11 @@ static const struct cli_spec spec = {
 static int verbose;             /* -v */
 static const char *in_name = "<stdin>";
 #define FIRST_ID_TIMEOUT_MS 10000  /* a sampler must send its first id by then */
+#define DRAFT_K 4       /* --draft: docs/performance.md, speculative decoding */
+#define DRAFT_NGRAM 3
+#define PAUSE_MAX 16    /* ids run without drafting after failures, at most */
+static int draft_k = -1;        /* --draft; -1: DRAFT_K */
+static int draft_ngram = DRAFT_NGRAM;  /* --draft-ngram */
 
 /* ---- input: prompts (the grammar is in the comment at the top) ---- */
 
@@ -238,6 +251,9 @@ static struct attn_trace attn;
 struct out {
 	const int *fed;   /* ids fed since the last frame */
 	int n_fed;
+	int spec;         /* a batch of one id and drafts: each frame's draft is
+			   * the next frame's id */
+	int left;         /* frames still to come in this call */
 	int vocab;
 	long frames;
 };
@@ -254,7 +270,9 @@ static int emit(void *arg, int pos, const float *logits, struct err *e)
 			     "st-inspect --check finds them)", pos, i, logits[i]);
 			warned = 1;
 		}
-	if (stream_write_frame(stdout, pos, o->fed, (uint32_t)o->n_fed, logits,
+	o->left--;
+	int32_t draft = o->spec && o->left > 0 ? o->fed[1] : -1;
+	if (stream_write_frame(stdout, pos, o->fed, (uint32_t)o->n_fed, draft, logits,
 			       (uint32_t)o->vocab, e) < 0)
 		return -1;
 	o->frames++;
@@ -286,10 +304,14 @@ static void write_header(const struct model *m, const struct forward *f,
 }
 
 /* Runs ids and writes their frames, whose fed ids are the last n_new of
- * them (with all, each frame's own); -v reports the timing. */
-static void eval(struct forward *f, const int *ids, int n, int n_new, int all)
+ * them (with all, each frame's own; with spec, a batch: ids[0] and its
+ * drafts, a frame each); -v reports the timing. */
+static void eval(struct forward *f, const int *ids, int n, int n_new, int all,
+		 int batch)
 {
+	all |= batch;
 	struct out o = { .fed = all ? ids : ids + n - n_new, .n_fed = all ? 1 : n_new,
+			 .spec = batch, .left = all ? n : 1,
 			 .vocab = f->m->cfg.vocab_size };
 	struct err e;
 	if (attn_out.fp && attn_trace_begin(&attn, f->n_past, n, &e) < 0)
@@ -315,12 +337,6 @@ static void fb_cleanup(void)
 	feedback_close(&fb);
 }
 
-/* The sequence so far, for --no-cache (which runs all of it at every
- * step); room for f->ctx ids. */
-struct seq {
-	int *ids, n;
-};
-
 /* Writes the end record; returns 0 when the reader of stdout has gone. */
 static int write_end(const struct forward *f, long computed)
 {
@@ -338,26 +354,72 @@ static int write_end(const struct forward *f, long computed)
 	return 0;
 }
 
+/* Drafting (--draft): the accepted sequence and its index, the batch in
+ * flight, and the counts -v reports. */
+struct drafting {
+	struct draft d;   /* the accepted ids: the context, for --no-cache too */
+	int32_t *batch;   /* [1 + draft_k]: the id fed back, then the drafts */
+	int n_drafts;     /* drafts in the batch in flight */
+	int accepted;     /* of them, accepted so far */
+	int k;            /* drafts for the next batch, 1..draft_k (below) */
+	int pause, wait;  /* after failed single drafts: ids to run without
+			   * drafting (1, 2, 4 .. PAUSE_MAX), and how many are left */
+	long drafted, taken;  /* over the run */
+};
+
+/* Takes id from the sampler: an accepted draft (returns 1), or the next
+ * token, which ends the batch in flight (returns 0: the KV cache then
+ * holds the accepted positions only). */
+static int take(struct forward *f, struct drafting *sp, int id)
+{
+	if (sp->accepted < sp->n_drafts && id == sp->batch[1 + sp->accepted]) {
+		sp->accepted++;
+		sp->taken++;
+		draft_push(&sp->d, id);
+		return 1;
+	}
+	/* The next batch drafts as many as this one accepted and one more,
+	 * twice as many after a batch accepted whole: few wasted positions
+	 * where guesses fail, long batches where they hold. A single draft
+	 * that fails pauses drafting, twice as long each time in a row. */
+	if (sp->n_drafts) {
+		sp->k = sp->accepted < sp->n_drafts ? sp->accepted + 1 :
+			2 * sp->k < draft_k ? 2 * sp->k : draft_k;
+		if (sp->accepted)
+			sp->pause = 0;
+		else if (sp->n_drafts == 1)
+			sp->wait = sp->pause = sp->pause ? 2 * sp->pause < PAUSE_MAX ?
+					       2 * sp->pause : PAUSE_MAX : 1;
+	}
+	forward_keep(f, sp->d.n);
+	sp->n_drafts = sp->accepted = 0;
+	return 0;
+}
+
 /* One generation: the prompt's ids, then one id at a time from the
  * sampler until it closes the FIFO (or the reader of stdout goes), then
- * the end record. Returns 0 when the reader of stdout has gone. Without
- * the cache (no_cache), every step empties it and runs the whole sequence
- * again: the quadratic baseline, same logits. */
-static int generate(struct forward *f, const struct prompt *p, struct seq *sq,
+ * the end record. Returns 0 when the reader of stdout has gone. Each id
+ * runs with the drafts that follow it in the context (--draft), as one
+ * batch. Without the cache (no_cache), every step empties it and runs the
+ * whole sequence again: the quadratic baseline, same logits. */
+static int generate(struct forward *f, const struct prompt *p, struct drafting *sp,
 		    int no_cache, long number)
 {
 	struct err e;
-	long before = f->positions, fed = 0;
+	long before = f->positions, fed = 0, drafted = sp->drafted, taken = sp->taken;
 	if (feedback_open(&fb, &e) < 0)
 		cli_die("%s", e.msg);
 	write_header(f->m, f, STREAM_FLAG_FEEDBACK, fb.path);
+	for (long i = 0; i < p->t.n; i++)
+		draft_push(&sp->d, p->t.ids[i]);
+	/* the work of a prompt depends on the context alone */
+	sp->k = draft_k;
+	sp->pause = sp->wait = 0;
 	if (no_cache) {
-		memcpy(sq->ids + sq->n, p->t.ids, sizeof *p->t.ids * (size_t)p->t.n);
-		sq->n += (int)p->t.n;
 		forward_reset(f);
-		eval(f, sq->ids, sq->n, (int)p->t.n, 0);
+		eval(f, sp->d.ids, sp->d.n, (int)p->t.n, 0, 0);
 	} else {
-		eval(f, p->t.ids, (int)p->t.n, (int)p->t.n, 0);
+		eval(f, p->t.ids, (int)p->t.n, (int)p->t.n, 0, 0);
 	}
 	for (;;) {
 		int id;
@@ -369,26 +431,40 @@ static int generate(struct forward *f, const struct prompt *p, struct seq *sq,
 		if (id >= f->m->cfg.vocab_size)
 			cli_die("%s: id %d is outside the vocabulary (0..%d)", fb.path, id,
 			    f->m->cfg.vocab_size - 1);
+		fed++;
+		if (take(f, sp, id))
+			continue;
 		if (f->n_past >= f->ctx) {
 			cli_warn("context full (%d positions, --ctx); stopping", f->ctx);
 			break;
 		}
-		fed++;
+		draft_push(&sp->d, id);
+		int room = f->ctx - f->n_past - 1;
+		sp->batch[0] = id;
+		sp->n_drafts = sp->wait ? 0 : draft_propose(&sp->d, sp->k < room ?
+							  sp->k : room, sp->batch + 1);
+		sp->wait -= sp->wait > 0;
+		sp->drafted += sp->n_drafts;
 		if (no_cache) {
-			sq->ids[sq->n++] = id;
 			forward_reset(f);
-			eval(f, sq->ids, sq->n, 1, 0);
+			eval(f, sp->d.ids, sp->d.n, 1, 0, 0);
 		} else {
-			eval(f, &id, 1, 1, 0);
+			eval(f, sp->batch, 1 + sp->n_drafts, 1, 0, 1);
 		}
 	}
 	feedback_close(&fb);
+	forward_keep(f, sp->d.n);
+	sp->n_drafts = sp->accepted = 0;
 	long computed = f->positions - before;
-	if (verbose)
+	if (verbose) {
 		fprintf(stderr, "forward: prompt %ld: %ld position%s (%ld prompt id%s, "
-			"%ld fed back); the context holds %d of %d\n", number, computed,
-			computed == 1 ? "" : "s", p->t.n, p->t.n == 1 ? "" : "s", fed,
-			f->n_past, f->ctx);
+			"%ld fed back", number, computed, computed == 1 ? "" : "s",
+			p->t.n, p->t.n == 1 ? "" : "s", fed);
+		if (draft_k)
+			fprintf(stderr, "; %ld drafted, %ld accepted",
+				sp->drafted - drafted, sp->taken - taken);
+		fprintf(stderr, "); the context holds %d of %d\n", f->n_past, f->ctx);
+	}
 	return write_end(f, computed);
 }
 
@@ -410,8 +486,10 @@ static void check_fits(const struct forward *f, const struct prompt *p,
 static void converse(struct forward *f, struct input *in, int no_cache)
 {
 	struct prompt p = { 0 };
-	struct seq sq = { NULL, 0 };
-	if (no_cache && !(sq.ids = malloc(sizeof *sq.ids * (size_t)f->ctx)))
+	struct drafting sp = { 0 };
+	struct err e;
+	if (draft_init(&sp.d, draft_ngram, f->ctx, &e) < 0 ||
+	    !(sp.batch = malloc(sizeof *sp.batch * (size_t)(1 + draft_k))))
 		cli_die("out of memory");
 	atexit(fb_cleanup);
 	long number = 0;
@@ -429,18 +507,22 @@ static void converse(struct forward *f, struct input *in, int no_cache)
 					in_name, p.keep_line, p.keep, f->n_past,
 					f->n_past == 1 ? "" : "s");
 			forward_keep(f, p.keep);
-			sq.n = p.keep;
+			draft_keep(&sp.d, p.keep);
 		}
 		if (p.t.n == 0)
 			continue;
 		check_fits(f, &p, in);
-		if (!generate(f, &p, &sq, no_cache, ++number))
+		if (!generate(f, &p, &sp, no_cache, ++number))
 			break;
 	}
 	if (!any)
 		cli_die("%s: no token ids", in_name);
+	if (verbose && draft_k)
+		fprintf(stderr, "forward: %ld drafted, %ld accepted\n", sp.drafted,
+			sp.taken);
 	free(p.t.ids);
-	free(sq.ids);
+	draft_free(&sp.d);
+	free(sp.batch);
 }
 
 /* ---- --dump ---- */
@@ -475,8 +557,10 @@ static void dump(int top)
 			}
 			best[j] = (int)i;
 		}
-		printf("pos=%d token=%d argmax=%d top=", fr.pos,
-		       fr.n_fed ? fr.fed[fr.n_fed - 1] : -1, best[0]);
+		printf("pos=%d token=%d ", fr.pos, fr.n_fed ? fr.fed[fr.n_fed - 1] : -1);
+		if (fr.draft >= 0)
+			printf("draft=%d ", fr.draft);
+		printf("argmax=%d top=", best[0]);
 		for (int i = 0; i < k; i++)
 			printf("%s%d:%.4f", i ? "," : "", best[i], fr.logits[best[i]]);
 		putchar('\n');
@@ -522,6 +606,10 @@ int main(int argc, char **argv)
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
 		case OPT_TOP: top = (int)cli_flag_long("--top", v, 1, 1000); break;
+		case OPT_DRAFT: draft_k = (int)cli_flag_long("--draft", v, 0, 64); break;
+		case OPT_DRAFT_NGRAM:
+			draft_ngram = (int)cli_flag_long("--draft-ngram", v, 1, DRAFT_NGRAM_MAX);
+			break;
 		}
 	}
 	if (do_dump) {
@@ -548,6 +636,10 @@ int main(int argc, char **argv)
 		score = 1;
 	if (all && !score)
 		cli_die_usage("--all needs --score (or stdout a file)");
+	if (no_cache && draft_k > 0)
+		cli_die_usage("--draft needs the cache (--no-cache runs one token at a time)");
+	if (draft_k < 0)
+		draft_k = no_cache ? 0 : DRAFT_K;
 	int bad_env;
 	fo.level = cpu_level_env(&bad_env);
 	if (bad_env)
@@ -608,7 +700,7 @@ int main(int argc, char **argv)
 			cli_die("%s: no token ids", in_name);
 		check_fits(&f, &p, &in);
 		write_header(&m, &f, all ? STREAM_FLAG_ALL : 0, "");
-		eval(&f, p.t.ids, (int)p.t.n, (int)p.t.n, all);
+		eval(&f, p.t.ids, (int)p.t.n, (int)p.t.n, all, 0);
 		if (!write_end(&f, f.positions))
 			cli_exit(EXIT_PIPE);
 		free(p.t.ids);

@@ -16,7 +16,12 @@
  * quietly), at SIGINT (at the next frame, which it reads but does not draw
  * from; exit 130), or at the end of the stream (its end record, or forward
  * stopped or was killed); it then closes the FIFO, which ends the
- * generation. Every id it feeds back is one it wrote; the id it stops on
+ * generation. Speculative frames (forward --draft) are verified as
+ * lib/format/stream.h says: each is drawn from exactly as the frame of
+ * one-at-a-time decoding would be (the same random draws), a token equal
+ * to the frame's draft goes on to the next frame of the batch, and any
+ * other skips the rest of the batch, so the ids are the same with drafting
+ * on or off. Every id it feeds back is one it wrote; the id it stops on
  * is never fed back (the end of sequence, the -n-th, the one drawn at a
  * full context), so forward's context then holds the prompt and the ids
  * written before that one (docs/chat.md).
@@ -242,6 +247,19 @@ static void lp_write(struct sampler *s, const struct stream_frame *fr, int id,
 
 /* ---- the loop ---- */
 
+/* After drawing id from fr: stream_took (INT32_MAX, never a draft, reads
+ * the rest of the batch unused). Dies on a bad stream. */
+static void took(const struct stream_header *h, struct stream_frame *fr, int32_t id)
+{
+	struct err e;
+	if (stream_took(stdin, h, fr, id, in_name, &e) < 0) {
+		if (interrupted)
+			die_of_sigint();
+		lp_fail();
+		cli_die("%s", e.msg);
+	}
+}
+
 static int is_eos(const struct stream_header *h, int id)
 {
 	for (uint32_t i = 0; i < h->n_eos; i++)
@@ -310,6 +328,7 @@ int main(int argc, char **argv)
 	int stdout_gone = 0;
 	long n = 0;
 	double t_first = 0, t_last = 0;
+	int in_batch = 0;    /* frames of fr's batch follow it, unread */
 	while (max_tokens < 0 || n < max_tokens) {
 		int r = stream_read_frame(stdin, &h, &fr, in_name, &e);
 		if (r < 0 && interrupted)
@@ -318,6 +337,7 @@ int main(int argc, char **argv)
 			lp_fail();
 			cli_die("%s", e.msg);
 		}
+		in_batch = r == 1 && fr.draft >= 0;
 		if (r == 0)
 			break;
 		if (interrupted) {
@@ -370,7 +390,13 @@ int main(int argc, char **argv)
 			close(fifo);
 			fifo = -1;
 		}
+		took(&h, &fr, id);
+		in_batch = 0;
 	}
+	/* Stopped inside a batch: read the rest, so that the end record
+	 * comes next (a conversation reads it, docs/chat.md). */
+	if (in_batch)
+		took(&h, &fr, INT32_MAX);
 	if (max_tokens == 0)
 		why = "max tokens";
 	/* Closing the FIFO is what ends the generation. */
