@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include "core/err.h"
 #include "core/mapfile.h"
+#include "kernels/kquant.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -172,6 +173,16 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst);
 
 /* Whether gguf_dequant reads type t. */
 bool gguf_can_dequant(enum gguf_ttype t);
+
+/* The K-quants (Q4_K, Q5_K, Q6_K): one super-block at block decoded into k
+ * (codes unsigned, lib/kernels/kquant.h), and the matrix type they are
+ * repacked into. */
+void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k);
+enum wtype gguf_kq_wtype(enum gguf_ttype t);
+
+/* The first super-block of n values of K-quant type t at src whose scale d
+ * (or dmin) is Inf or NaN, or -1 when none is (and for other types). */
+int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n);
 
 /* Quantizes n float32 values (a whole number of blocks) into type t at dst,
  * exactly as ggml's reference quantizers (quantize_row_q8_0_ref, _q4_0_ref)
