@@ -11,7 +11,12 @@
 #define ALIGN 64
 
 /* How a matrix is held. */
-enum plan { P_VIEW, P_Q4, P_Q8, P_F32 };
+enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_F32 };
+
+static int is_kquant(enum gguf_ttype t)
+{
+	return t == GGML_Q4_K || t == GGML_Q5_K || t == GGML_Q6_K;
+}
 
 static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o)
 {
@@ -19,6 +24,8 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 		return t->type == GGML_F32 && o->mmap ? P_VIEW : P_F32;
 	if (t->type == GGML_BF16 || t->type == GGML_F16 || t->type == GGML_F32)
 		return P_VIEW;
+	if (is_kquant(t->type))
+		return P_KQ;
 	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
 }
 
@@ -38,6 +45,8 @@ static size_t owned_bytes(const struct gguf_tensor *t, enum plan p)
 		b = n * sizeof(float);
 	else if (p == P_Q4 || p == P_Q8)
 		b = code_bytes(t, p) + n / Q4_BLOCK * sizeof(float);
+	else if (p == P_KQ)
+		b = kq_bytes(gguf_kq_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
 	return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
@@ -49,6 +58,7 @@ struct loader {
 	float *vec;              /* next free float of m->vecs */
 	int counts[GGML_NTYPES]; /* matrices converted, by type */
 	int q4, q8;              /* matrices repacked as int4, as int8 */
+	int kq[3];               /* Q4_K, Q5_K, Q6_K matrices repacked */
 	struct err *e;
 };
 
@@ -84,6 +94,21 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
 		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
+	} else if (p == P_KQ) {
+		/* each super-block decoded and put into its tile (kquant.h) */
+		*w = (struct wmat){ .type = gguf_kq_wtype(t->type), .rows = rows, .cols = cols,
+				    .data = L->next };
+		memset(L->next, 0, kq_bytes(w->type, rows, cols));
+		int nsb = cols / KQ_SB;
+		uint64_t bs = gguf_ttype_size(t->type);
+		const unsigned char *b = t->data;
+		struct kq_block k;
+		for (int r = 0; r < rows; r++)
+			for (int sb = 0; sb < nsb; sb++, b += bs) {
+				gguf_kdecode(t->type, b, &k);
+				kq_put(w, L->next, r, sb, &k);
+			}
+		L->kq[w->type - WT_Q4K]++;
 	} else {
 		float *v = (float *)L->next;
 		gguf_dequant(t->type, t->data, t->nelem, v);
@@ -116,6 +141,14 @@ static int check_types(struct loader *L, size_t *owned, size_t *vecs)
 		if (!gguf_can_dequant(t->type))
 			return err_set(L->e, "%s: tensor '%s': type %s is not supported",
 				       L->name, t->name, gguf_ttype_name(t->type));
+		int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
+		if (bad >= 0)
+			return err_set(L->e, "%s: tensor '%s': super-block %lld: scale is Inf or NaN",
+				       L->name, t->name, (long long)bad);
+		if (is_kquant(t->type) && t->ne[0] > KQ_MAX_COLS)
+			return err_set(L->e, "%s: tensor '%s': rows of %lld weights are longer "
+				       "than the K-quant kernels' %d", L->name, t->name,
+				       (long long)t->ne[0], KQ_MAX_COLS);
 		if (t->ndim == 1)
 			*vecs += (size_t)t->nelem;
 		else
@@ -133,8 +166,10 @@ static void note(struct loader *L)
 	o += (size_t)snprintf(s + o, cap - o, "GGUF");
 	const char *sep = ": ";
 	const struct { int n; const char *from, *to; } re[] = {
-		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" } };
-	for (int i = 0; i < 2; i++)
+		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" },
+		{ L->kq[0], "Q4_K", "K-quant codes" }, { L->kq[1], "Q5_K", "K-quant codes" },
+		{ L->kq[2], "Q6_K", "K-quant codes" } };
+	for (int i = 0; i < 5; i++)
 		if (re[i].n) {
 			o += (size_t)snprintf(s + o, cap - o, "%s%d %s matri%s repacked as %s "
 					      "(exact)", sep, re[i].n, re[i].from,
