@@ -174,6 +174,10 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst);
 /* Whether gguf_dequant reads type t. */
 bool gguf_can_dequant(enum gguf_ttype t);
 
+/* One Q5_0 block's 32 codes, q - 16 in -16..15, into q; returns its scale
+ * (the values are scale * q, exactly as gguf_dequant computes them). */
+float gguf_q5_0_codes(const void *block, int8_t *q);
+
 /* The K-quants (Q4_K, Q5_K, Q6_K): one super-block at block decoded into k
  * (codes unsigned, lib/kernels/kquant.h), and the matrix type they are
  * repacked into. */

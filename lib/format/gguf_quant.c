@@ -64,17 +64,24 @@ static uint32_t le32(const unsigned char *p)
 	       (uint32_t)p[3] << 24;
 }
 
-static void q5_0(const unsigned char *b, float *y)
+float gguf_q5_0_codes(const void *block, int8_t *q)
 {
-	float d = half(b);
+	const unsigned char *b = block;
 	uint32_t qh = le32(b + 2);
 	const unsigned char *qs = b + 6;
 	for (int j = 0; j < 16; j++) {
-		int x0 = (qs[j] & 15) | (int)((qh >> j) & 1) << 4;
-		int x1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
-		y[j] = d * (float)(x0 - 16);
-		y[j + 16] = d * (float)(x1 - 16);
+		q[j] = (int8_t)(((qs[j] & 15) | (int)((qh >> j) & 1) << 4) - 16);
+		q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4) - 16);
 	}
+	return half(b);
+}
+
+static void q5_0(const unsigned char *b, float *y)
+{
+	int8_t q[32];
+	float d = gguf_q5_0_codes(b, q);
+	for (int j = 0; j < 32; j++)
+		y[j] = d * (float)q[j];
 }
 
 static void q5_1(const unsigned char *b, float *y)

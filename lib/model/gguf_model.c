@@ -26,7 +26,8 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 		return P_VIEW;
 	if (is_kquant(t->type))
 		return P_KQ;
-	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
+	return t->type == GGML_Q4_0 ? P_Q4
+	       : t->type == GGML_Q8_0 || t->type == GGML_Q5_0 ? P_Q8 : P_F32;
 }
 
 /* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
@@ -57,7 +58,7 @@ struct loader {
 	unsigned char *next;     /* next free byte of m->owned */
 	float *vec;              /* next free float of m->vecs */
 	int counts[GGML_NTYPES]; /* matrices converted, by type */
-	int q4, q8;              /* matrices repacked as int4, as int8 */
+	int q4, q8, q5;          /* Q4_0 as int4, Q8_0 and Q5_0 as int8 */
 	int kq[3];               /* Q4_K, Q5_K, Q6_K matrices repacked */
 	struct err *e;
 };
@@ -87,13 +88,19 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		float *s = (float *)(q + code_bytes(t, p));
 		size_t codes = p == P_Q4 ? Q4_BLOCK / 2 : Q4_BLOCK;
 		const unsigned char *b = t->data;
-		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += 2 + codes) {
+		uint64_t bs = gguf_ttype_size(t->type);
+		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += bs) {
+			if (t->type == GGML_Q5_0) {
+				/* the 5-bit codes, q - 16, widened to int8 */
+				s[k] = gguf_q5_0_codes(b, (int8_t *)q + codes * k);
+				continue;
+			}
 			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
 			memcpy(q + codes * k, b + 2, codes);
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
-		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
+		*(p == P_Q4 ? &L->q4 : t->type == GGML_Q5_0 ? &L->q5 : &L->q8) += 1;
 	} else if (p == P_KQ) {
 		/* each super-block decoded and put into its tile (kquant.h) */
 		*w = (struct wmat){ .type = gguf_kq_wtype(t->type), .rows = rows, .cols = cols,
@@ -166,10 +173,10 @@ static void note(struct loader *L)
 	o += (size_t)snprintf(s + o, cap - o, "GGUF");
 	const char *sep = ": ";
 	const struct { int n; const char *from, *to; } re[] = {
-		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" },
+		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" }, { L->q5, "Q5_0", "int8" },
 		{ L->kq[0], "Q4_K", "K-quant codes" }, { L->kq[1], "Q5_K", "K-quant codes" },
 		{ L->kq[2], "Q6_K", "K-quant codes" } };
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (re[i].n) {
 			o += (size_t)snprintf(s + o, cap - o, "%s%d %s matri%s repacked as %s "
 					      "(exact)", sep, re[i].n, re[i].from,
