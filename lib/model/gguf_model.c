@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define ALIGN 64
 
@@ -71,6 +73,17 @@ static const struct gguf_tensor *find(struct loader *L, const char *fmt, int lay
 	return gguf_find_tensor(L->m->gg, gguf_from_hf(hf, gg, sizeof gg));
 }
 
+/* Gives back the pages wholly inside t's bytes (in the file's copy or its
+ * mapping) once t has been converted into m->owned: nothing reads them
+ * again, so the file's bytes of a quantized matrix are not held twice. */
+static void release(const struct gguf_tensor *t)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)t->data;
+	uintptr_t lo = (a + page - 1) / page * page, hi = (a + t->bytes) / page * page;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);  /* advice: no error to report */
+}
+
 static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 {
 	const struct gguf_tensor *t = find(L, fmt, layer);
@@ -123,6 +136,8 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		w->data = v;
 		L->counts[t->type]++;
 	}
+	if (p != P_VIEW)
+		release(t);
 	L->next += owned_bytes(t, p);
 	L->m->weight_bytes += wmat_bytes(w);
 	return 0;
