@@ -114,6 +114,8 @@ rejects() {
 	rejects unknown-type "tensor 'a': type 99 is unknown"
 	rejects iq-type "tensor 'a': type IQ2_XXS is not supported"
 	rejects q4_0-ne0-16 "tensor 'a': ne[0] = 16 is not a multiple of Q4_0's block of 32"
+	rejects q4_k-ne0-64 "tensor 'a': ne[0] = 64 is not a multiple of Q4_K's block of 256"
+	rejects q6_k-cut "tensor 'a': its 210 bytes at offset 0 run past the end of the data section (100 bytes)"
 	rejects offset-unaligned "tensor 'a': offset 4 is not a multiple of the alignment 32"
 	rejects overlap "tensor 'b': offset 32 overlaps tensor 'a' (which ends at 64)"
 	rejects hole "tensor 'b': offset 64 leaves a hole after 'a' (expected 32)"

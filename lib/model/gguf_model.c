@@ -63,7 +63,16 @@ struct loader {
 	int q4, q8, q5;          /* Q4_0 as int4, Q8_0 and Q5_0 as int8 */
 	int kq[3];               /* Q4_K, Q5_K, Q6_K matrices repacked */
 	struct err *e;
+	const struct gguf_file *src;  /* the mapping, when m->gg is a partial copy */
 };
+
+/* Where tensor t of m->gg is read from when it is converted (or widened,
+ * a vector): the mapping, when the copy holds only the matrices used as
+ * stored. */
+static const struct gguf_tensor *source(const struct loader *L, const struct gguf_tensor *t)
+{
+	return L->src ? &L->src->t[t - L->m->gg->t] : t;
+}
 
 static const struct gguf_tensor *find(struct loader *L, const char *fmt, int layer)
 {
@@ -73,13 +82,13 @@ static const struct gguf_tensor *find(struct loader *L, const char *fmt, int lay
 	return gguf_find_tensor(L->m->gg, gguf_from_hf(hf, gg, sizeof gg));
 }
 
-/* Gives back the pages wholly inside t's bytes (in the file's copy or its
- * mapping) once t has been converted into m->owned: nothing reads them
- * again, so the file's bytes of a quantized matrix are not held twice. */
-static void release(const struct gguf_tensor *t)
+/* Gives back the pages wholly inside [p, p + bytes) of the file's mapping
+ * (or its copy, with mmap) once they have been converted or copied:
+ * nothing reads them again, so the file's bytes are not held twice. */
+static void release(const void *p, size_t bytes)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)t->data;
-	uintptr_t lo = (a + page - 1) / page * page, hi = (a + t->bytes) / page * page;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p;
+	uintptr_t lo = (a + page - 1) / page * page, hi = (a + bytes) / page * page;
 	if (hi > lo)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);  /* advice: no error to report */
 }
@@ -88,6 +97,8 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 {
 	const struct gguf_tensor *t = find(L, fmt, layer);
 	enum plan p = plan_of(t, L->o);
+	if (p != P_VIEW)
+		t = source(L, t);
 	int rows = (int)t->ne[1], cols = (int)t->ne[0];
 	*w = (struct wmat){ .rows = rows, .cols = cols };
 	if (p == P_VIEW) {
@@ -137,7 +148,7 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		L->counts[t->type]++;
 	}
 	if (p != P_VIEW)
-		release(t);
+		release(t->data, t->bytes);
 	L->next += owned_bytes(t, p);
 	L->m->weight_bytes += wmat_bytes(w);
 	return 0;
@@ -145,7 +156,7 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 
 static int vector(struct loader *L, const float **out, const char *fmt, int layer)
 {
-	const struct gguf_tensor *t = find(L, fmt, layer);
+	const struct gguf_tensor *t = source(L, find(L, fmt, layer));
 	gguf_dequant(t->type, t->data, t->nelem, L->vec);
 	*out = L->vec;
 	L->vec += t->nelem;
@@ -163,7 +174,7 @@ static int check_types(struct loader *L, size_t *owned, size_t *vecs)
 		if (!gguf_can_dequant(t->type))
 			return err_set(L->e, "%s: tensor '%s': type %s is not supported",
 				       L->name, t->name, gguf_ttype_name(t->type));
-		int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
+		int64_t bad = gguf_bad_scale(t->type, source(L, t)->data, t->nelem);
 		if (bad >= 0)
 			return err_set(L->e, "%s: tensor '%s': super-block %lld: scale is Inf or NaN",
 				       L->name, t->name, (long long)bad);
@@ -252,16 +263,30 @@ static int fill(struct loader *L)
 }
 
 /* The validated file in anonymous memory, its data section 64-byte
- * aligned, validated again (its views replace the mapping's). */
-static int copy_file(struct model *m, const char *name, struct err *e)
+ * aligned, validated again (its views replace the mapping's): only the
+ * header and the matrices used as stored are read into it;
+ * the mapping moves to *src, from which the others are converted (and their
+ * pages given back, release), so the file is not held twice. */
+static int copy_file(struct model *m, const char *name, const struct model_opts *o,
+		     struct gguf_file *src, struct err *e)
 {
-	size_t pad = (ALIGN - m->gg->data_offset % ALIGN) % ALIGN;
-	size_t size = m->gg->size;
-	unsigned char *p = model_anon_read(m, name, size, pad, e);
+	const struct gguf_file *f = m->gg;
+	size_t pad = (ALIGN - f->data_offset % ALIGN) % ALIGN;
+	struct model_range *r = malloc(sizeof *r * (size_t)(f->ntensors + 1));
+	if (!r)
+		return err_set(e, "%s: out of memory", name);
+	int n = 0;
+	r[n++] = (struct model_range){ 0, f->data_offset };
+	for (int i = 0; i < f->ntensors; i++)
+		if (f->t[i].ndim > 1 && plan_of(&f->t[i], o) == P_VIEW)
+			r[n++] = (struct model_range){ f->data_offset + f->t[i].offset, f->t[i].bytes };
+	unsigned char *p = model_anon_read_ranges(m, name, f->size, pad, r, n, e);
+	free(r);
 	if (!p)
 		return -1;
-	gguf_close(m->gg);
-	return gguf_parse(m->gg, p, size, name, e);
+	*src = *m->gg;
+	release(src->base, src->data_offset);  /* the header, now in the copy */
+	return gguf_parse(m->gg, p, src->size, name, e);
 }
 
 int model_load_gguf(struct model *m, const char *path, const struct model_opts *o,
@@ -279,12 +304,19 @@ int model_load_gguf(struct model *m, const char *path, const struct model_opts *
 	manifest_init(&want);
 	manifest_init(&have);
 	struct loader L = { .m = m, .name = path, .o = o, .e = e };
+	struct gguf_file src = { 0 };
 	int rc = gguf_qwen2_config(m->gg, path, &m->cfg, &m->gen, e) < 0 ||
 		 model_check_eos(m, path, e) < 0 ||
 		 manifest_build(&want, &m->cfg, e) < 0 ||
 		 manifest_from_gguf(&have, m->gg, e) < 0 ||
-		 manifest_check(&want, &have, path, e) < 0 ||
-		 (!o->mmap && copy_file(m, path, e) < 0) || fill(&L) < 0 ? -1 : 0;
+		 manifest_check(&want, &have, path, e) < 0 ? -1 : 0;
+	if (rc == 0 && !o->mmap) {
+		rc = copy_file(m, path, o, &src, e);
+		L.src = &src;
+	}
+	if (rc == 0)
+		rc = fill(&L);
+	gguf_close(&src);
 	manifest_free(&want);
 	manifest_free(&have);
 	if (rc < 0)

@@ -65,6 +65,14 @@ static int aligned(const struct st_file *f)
 unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 			       size_t pad, struct err *e)
 {
+	const struct model_range all = { 0, size };
+	return model_anon_read_ranges(m, name, size, pad, &all, 1, e);
+}
+
+unsigned char *model_anon_read_ranges(struct model *m, const char *name, size_t size,
+				      size_t pad, const struct model_range *r, int n,
+				      struct err *e)
+{
 	size_t bytes = pad + size;
 	unsigned char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -82,18 +90,20 @@ unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 		err_set(e, "%s: %s", name, strerror(errno));
 		return NULL;
 	}
-	for (size_t done = 0; done < size;) {
-		size_t want = size - done < (1u << 30) ? size - done : (1u << 30);
-		ssize_t got = read(fd, p + pad + done, want);
-		if (got <= 0) {
-			int saved = errno;
-			close(fd);
-			err_set(e, "%s: %s", name, got < 0 ? strerror(saved)
-							   : "file shrank while reading");
-			return NULL;
+	for (int i = 0; i < n; i++)
+		for (size_t done = 0; done < r[i].len;) {
+			size_t left = r[i].len - done, want = left < (1u << 30) ? left : (1u << 30);
+			ssize_t got = pread(fd, p + pad + r[i].off + done, want,
+					    (off_t)(r[i].off + done));
+			if (got <= 0) {
+				int saved = errno;
+				close(fd);
+				err_set(e, "%s: %s", name, got < 0 ? strerror(saved)
+								   : "file shrank while reading");
+				return NULL;
+			}
+			done += (size_t)got;
 		}
-		done += (size_t)got;
-	}
 	close(fd);
 	return p + pad;
 }
