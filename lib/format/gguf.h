@@ -171,6 +171,11 @@ void gguf_kv_text(const struct gguf_kv *kv, char *buf, size_t cap);
  * cannot be dequantized (Q2_K, Q3_K, Q8_1, Q8_K and the integer types). */
 int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst);
 
+/* When every one of the n floats of v is a bf16 exactly (its low 16 bits
+ * zero), rewrites v in place as n bf16 values (uint16_t, from v's start)
+ * and returns true; otherwise returns false with v unchanged. */
+bool gguf_narrow_bf16(float *v, uint64_t n);
+
 /* Whether gguf_dequant reads type t. */
 bool gguf_can_dequant(enum gguf_ttype t);
 

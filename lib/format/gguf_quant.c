@@ -178,6 +178,22 @@ int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n)
 	return -1;
 }
 
+bool gguf_narrow_bf16(float *v, uint64_t n)
+{
+	uint32_t u;
+	for (uint64_t i = 0; i < n; i++) {
+		memcpy(&u, &v[i], 4);
+		if (u & 0xffff)
+			return false;
+	}
+	uint16_t *h = (uint16_t *)v;  /* h[i] is written after v[i] was read */
+	for (uint64_t i = 0; i < n; i++) {
+		memcpy(&u, &v[i], 4);
+		h[i] = (uint16_t)(u >> 16);
+	}
+	return true;
+}
+
 bool gguf_can_dequant(enum gguf_ttype t)
 {
 	switch (t) {

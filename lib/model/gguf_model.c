@@ -4,6 +4,7 @@
 #include "format/gguf_arch.h"
 #include "kernels/quant.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #define ALIGN 64
+
 
 /* How a matrix is held. */
 enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_F32 };
@@ -59,7 +61,9 @@ struct loader {
 	const struct model_opts *o;
 	unsigned char *next;     /* next free byte of m->owned */
 	float *vec;              /* next free float of m->vecs */
-	int counts[GGML_NTYPES]; /* matrices converted, by type */
+	int counts[GGML_NTYPES]; /* matrices dequantized to float32, by type */
+	int bf16[GGML_NTYPES];   /* ... to bf16, which holds their values exactly */
+	char rounds[GGML_NTYPES];/* a matrix of the type whose values bf16 would round */
 	int q4, q8, q5;          /* Q4_0 as int4, Q8_0 and Q5_0 as int8 */
 	int kq[3];               /* Q4_K, Q5_K, Q6_K matrices repacked */
 	struct err *e;
@@ -146,6 +150,14 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		w->type = WT_F32;
 		w->data = v;
 		L->counts[t->type]++;
+		/* bf16 where it holds every value exactly (not with --f32) */
+		if (!L->o->f32 && gguf_narrow_bf16(v, t->nelem)) {
+			w->type = WT_BF16;
+			L->counts[t->type]--;
+			L->bf16[t->type]++;
+		} else if (!L->o->f32) {
+			L->rounds[t->type] = 1;
+		}
 	}
 	if (p != P_VIEW)
 		release(t->data, t->bytes);
@@ -190,34 +202,50 @@ static int check_types(struct loader *L, size_t *owned, size_t *vecs)
 	return 0;
 }
 
+/* Appends to m->note (cut at its size). */
+static void say(struct loader *L, size_t *o, const char *fmt, ...)
+{
+	size_t cap = sizeof L->m->note;
+	if (*o >= cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(L->m->note + *o, cap - *o, fmt, ap);
+	va_end(ap);
+	*o += n > 0 ? (size_t)n : 0;
+}
+
 /* m->note: what was converted, e.g. "GGUF: 28 Q4_0 matrices repacked as
  * int4 (exact), 1 Q8_0 matrix repacked as int8 (exact)". */
 static void note(struct loader *L)
 {
-	char *s = L->m->note;
-	size_t cap = sizeof L->m->note, o = 0;
-	o += (size_t)snprintf(s + o, cap - o, "GGUF");
+	size_t o = 0;
+	say(L, &o, "GGUF");
 	const char *sep = ": ";
 	const struct { int n; const char *from, *to; } re[] = {
 		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" }, { L->q5, "Q5_0", "int8" },
-		{ L->kq[0], "Q4_K", "K-quant codes" }, { L->kq[1], "Q5_K", "K-quant codes" },
-		{ L->kq[2], "Q6_K", "K-quant codes" } };
+		{ L->kq[0], "Q4_K", "K-quant tiles" }, { L->kq[1], "Q5_K", "K-quant tiles" },
+		{ L->kq[2], "Q6_K", "K-quant tiles" } };
 	for (int i = 0; i < 6; i++)
 		if (re[i].n) {
-			o += (size_t)snprintf(s + o, cap - o, "%s%d %s matri%s repacked as %s "
-					      "(exact)", sep, re[i].n, re[i].from,
-					      re[i].n == 1 ? "x" : "ces", re[i].to);
+			say(L, &o, "%s%d %s matri%s repacked as %s (exact)", sep, re[i].n, re[i].from,
+			    re[i].n == 1 ? "x" : "ces", re[i].to);
 			sep = ", ";
 		}
-	for (int t = 0; t < GGML_NTYPES && o < cap; t++)
+	for (int t = 0; t < GGML_NTYPES; t++) {
+		const char *name = gguf_ttype_name((enum gguf_ttype)t);
+		if (L->bf16[t]) {
+			say(L, &o, "%s%d %s dequantized to bf16 (exact)", sep, L->bf16[t], name);
+			sep = ", ";
+		}
 		if (L->counts[t]) {
-			o += (size_t)snprintf(s + o, cap - o, "%s%d %s dequantized to float32 "
-					      "(exact)", sep, L->counts[t],
-					      gguf_ttype_name((enum gguf_ttype)t));
+			say(L, &o, "%s%d %s dequantized to float32 (exact%s)", sep, L->counts[t], name,
+			    L->rounds[t] ? "; bf16 would round them" : "");
 			sep = ", ";
 		}
-	if (o < cap && !strcmp(sep, ": "))
-		snprintf(s + o, cap - o, ": every matrix as stored");
+	}
+	if (!strcmp(sep, ": "))
+		say(L, &o, ": every matrix as stored");
 }
 
 static int fill(struct loader *L)

@@ -88,7 +88,7 @@ struct model {
 	size_t wide_bytes;
 	size_t weight_bytes;     /* bytes of matrices the forward pass reads */
 	int copied;              /* the weights are in anonymous memory */
-	char note[256];          /* what loading converted, for -v ("" when nothing) */
+	char note[512];          /* what loading converted, for -v ("" when nothing) */
 };
 
 /* Loads the model at path (directory or .safetensors). Errors name the file

@@ -690,8 +690,26 @@ static void test_write(void)
 	st_close(&st);
 }
 
+/* gguf_narrow_bf16: values a bf16 holds (1, -0.5, 3 * 2^-20, 0) narrowed in
+ * place to their high halves; one that needs more than 8 significant bits
+ * (1 + 2^-10) leaves the array as it was. */
+static void test_narrow_bf16(void)
+{
+	float v[4] = { 1.0f, -0.5f, 3.0f / (1 << 20), 0.0f }, was[4];
+	memcpy(was, v, sizeof v);
+	CHECK(gguf_narrow_bf16(v, 4), "bf16 holds 1, -0.5, 3 * 2^-20 and 0");
+	const uint16_t *h = (const uint16_t *)v;
+	CHECK(h[0] == 0x3f80 && h[1] == 0xbf00 && h[2] == 0x3640 && h[3] == 0,
+	      "narrowed in place: %04x %04x %04x %04x", h[0], h[1], h[2], h[3]);
+	float w[3] = { 1.0f, 1.0f + 1.0f / 1024, 2.0f };
+	memcpy(was, w, sizeof w);
+	CHECK(!gguf_narrow_bf16(w, 3) && !memcmp(w, was, sizeof w),
+	      "1 + 2^-10 is not a bf16: nothing changed");
+}
+
 int main(void)
 {
+	test_narrow_bf16();
 	test_write();
 	test_bf16_model();
 	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0);
