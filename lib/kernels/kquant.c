@@ -43,26 +43,58 @@ void kq_block_dequant(enum wtype t, const struct kq_block *b, float *y)
 	}
 }
 
-/* Where column c (0..255) of lane l sits in a record: the nibble's byte,
- * whether it is the high nibble, and the plane word and bit. */
-struct kq_pos {
-	size_t nib;
-	int high;
-	size_t word;
-	int bit;
-};
-
-static struct kq_pos pos_of(int l, int c)
+/* The codes of lane l in a record: block k's nibble vector j holds, at
+ * byte 4 l + i, column 4 j + i (low nibble) and 16 + 4 j + i (high); plane
+ * p's word g of block k holds bit 4 + p of column 4 g + i at bit 4 l + i. */
+static void put_codes(unsigned char *rec, enum wtype t, int l, const uint8_t *q)
 {
-	int k = c / 32, cc = c % 32, g = cc / 4, i = cc % 4;
-	return (struct kq_pos){ .nib = (size_t)k * 256 + (size_t)(g & 3) * 64 + (size_t)(4 * l + i),
-				.high = g >> 2, .word = (size_t)k * 8 + (size_t)g, .bit = 4 * l + i };
+	unsigned char *nib = rec + kq_off_nib(t), *pl = rec + kq_off_plane(t);
+	int planes = kq_bits(t) - 4;
+	for (int k = 0; k < 8; k++) {
+		const uint8_t *c = q + 32 * k;
+		for (int j = 0; j < 4; j++)
+			for (int i = 0; i < 4; i++)
+				nib[256 * k + 64 * j + 4 * l + i] =
+					(unsigned char)((c[4 * j + i] & 15) | (c[16 + 4 * j + i] & 15) << 4);
+		for (int p = 0; p < planes; p++)
+			for (int g = 0; g < 8; g++) {
+				uint64_t m;
+				unsigned char *at = pl + KQ_PLANE_BYTES * p + 64 * k + 8 * g;
+				memcpy(&m, at, 8);
+				for (int i = 0; i < 4; i++)
+					m |= (uint64_t)((c[4 * g + i] >> (4 + p)) & 1) << (4 * l + i);
+				memcpy(at, &m, 8);
+			}
+	}
+}
+
+static void get_codes(const unsigned char *rec, enum wtype t, int l, uint8_t *q)
+{
+	const unsigned char *nib = rec + kq_off_nib(t), *pl = rec + kq_off_plane(t);
+	int planes = kq_bits(t) - 4;
+	for (int k = 0; k < 8; k++) {
+		uint8_t *c = q + 32 * k;
+		for (int j = 0; j < 4; j++)
+			for (int i = 0; i < 4; i++) {
+				unsigned char x = nib[256 * k + 64 * j + 4 * l + i];
+				c[4 * j + i] = x & 15;
+				c[16 + 4 * j + i] = x >> 4;
+			}
+		for (int p = 0; p < planes; p++)
+			for (int g = 0; g < 8; g++) {
+				uint64_t m;
+				memcpy(&m, pl + KQ_PLANE_BYTES * p + 64 * k + 8 * g, 8);
+				unsigned bits = (unsigned)(m >> (4 * l)) & 15;
+				for (int i = 0; i < 4; i++)
+					c[4 * g + i] |= (uint8_t)(((bits >> i) & 1) << (4 + p));
+			}
+	}
 }
 
 void kq_put(const struct wmat *w, void *data, int r, int s, const struct kq_block *b)
 {
 	enum wtype t = w->type;
-	int l = r % KQ_TILE, planes = kq_bits(t) - 4;
+	int l = r % KQ_TILE;
 	unsigned char *rec = (unsigned char *)data +
 			     ((size_t)(r / KQ_TILE) * (size_t)(w->cols / KQ_SB) + (size_t)s) *
 			     kq_rec_bytes(t);
@@ -77,20 +109,13 @@ void kq_put(const struct wmat *w, void *data, int r, int s, const struct kq_bloc
 			rec[KQ_OFF_M + 16 * (size_t)j + (size_t)l] = (uint8_t)b->m[j];
 		}
 	}
-	unsigned char *nib = rec + kq_off_nib(t);
-	uint64_t *plane = (uint64_t *)(rec + kq_off_plane(t));
-	for (int c = 0; c < KQ_SB; c++) {
-		struct kq_pos p = pos_of(l, c);
-		nib[p.nib] |= (unsigned char)((b->q[c] & 15) << (4 * p.high));
-		for (int j = 0; j < planes; j++)
-			plane[64 * (size_t)j + p.word] |= (uint64_t)((b->q[c] >> (4 + j)) & 1) << p.bit;
-	}
+	put_codes(rec, t, l, b->q);
 }
 
 void kq_get(const struct wmat *w, int r, int s, struct kq_block *b)
 {
 	enum wtype t = w->type;
-	int l = r % KQ_TILE, planes = kq_bits(t) - 4;
+	int l = r % KQ_TILE;
 	const unsigned char *rec = kq_rec(w, r / KQ_TILE, s);
 	memset(b, 0, sizeof *b);
 	b->d = ((const float *)(rec + KQ_OFF_D))[l];
@@ -104,15 +129,7 @@ void kq_get(const struct wmat *w, int r, int s, struct kq_block *b)
 			b->m[j] = rec[KQ_OFF_M + 16 * (size_t)j + (size_t)l];
 		}
 	}
-	const unsigned char *nib = rec + kq_off_nib(t);
-	const uint64_t *plane = (const uint64_t *)(rec + kq_off_plane(t));
-	for (int c = 0; c < KQ_SB; c++) {
-		struct kq_pos p = pos_of(l, c);
-		int q = (nib[p.nib] >> (4 * p.high)) & 15;
-		for (int j = 0; j < planes; j++)
-			q |= (int)((plane[64 * (size_t)j + p.word] >> p.bit) & 1) << (4 + j);
-		b->q[c] = (uint8_t)q;
-	}
+	get_codes(rec, t, l, b->q);
 }
 
 void kq_dequant_row(const struct wmat *w, int r, float *out)
