@@ -62,6 +62,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "core/cpu.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -149,6 +150,14 @@ static inline const unsigned char *kq_rec(const struct wmat *w, int tile, int s)
 	int nsb = w->cols / KQ_SB;
 	return (const unsigned char *)w->data +
 	       ((size_t)tile * (size_t)nsb + (size_t)s) * kq_rec_bytes(w->type);
+}
+
+/* Four activation codes as one 32-bit word (the broadcast operand). */
+static inline int kq_group4(const int8_t *q)
+{
+	int v;
+	memcpy(&v, q, 4);
+	return v;
 }
 
 /* The kernels of kq_matmul_q8a: hs[t * cols / 16 + h] is the sum of a[t]'s

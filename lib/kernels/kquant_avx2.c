@@ -21,13 +21,6 @@ static inline __m256 widen_i8(const unsigned char *p)
 	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
 
-static inline int group_of(const int8_t *q)
-{
-	int v;
-	memcpy(&v, q, 4);
-	return v;
-}
-
 /* 0xff in byte i where bit i of m is set. */
 static inline __m256i bytes_of(uint32_t m)
 {
@@ -40,7 +33,7 @@ static inline __m256i bytes_of(uint32_t m)
 
 static inline __m256i dot4(__m256i codes, const int8_t *aq)
 {
-	__m256i p = _mm256_maddubs_epi16(codes, _mm256_set1_epi32(group_of(aq)));
+	__m256i p = _mm256_maddubs_epi16(codes, _mm256_set1_epi32(kq_group4(aq)));
 	return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 

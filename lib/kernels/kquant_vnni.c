@@ -23,13 +23,6 @@ static inline __m512 widen_i8(const unsigned char *p)
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 
-static inline int group_of(const int8_t *q)
-{
-	int v;
-	memcpy(&v, q, 4);
-	return v;
-}
-
 /* Rows `rows` (a mask of the tile's lanes) of tile `tile` for T <= KQ_T
  * inputs. q6: Q6_K; planes: bits - 4. */
 static inline __attribute__((always_inline)) void
@@ -80,9 +73,9 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 				__m512 as = _mm512_set1_ps(a[t].scales[k]);
 				__m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
 				for (int g = 0; g < 4; g++)
-					i0 = _mm512_dpbusd_epi32(i0, v[g], _mm512_set1_epi32(group_of(aq + 4 * g)));
+					i0 = _mm512_dpbusd_epi32(i0, v[g], _mm512_set1_epi32(kq_group4(aq + 4 * g)));
 				for (int g = 4; g < 8; g++)
-					i1 = _mm512_dpbusd_epi32(i1, v[g], _mm512_set1_epi32(group_of(aq + 4 * g)));
+					i1 = _mm512_dpbusd_epi32(i1, v[g], _mm512_set1_epi32(kq_group4(aq + 4 * g)));
 				if (q6) {
 					i0 = _mm512_sub_epi32(i0, _mm512_set1_epi32(32 * h[0]));
 					i1 = _mm512_sub_epi32(i1, _mm512_set1_epi32(32 * h[1]));
