@@ -13,7 +13,6 @@
 
 #define ALIGN 64
 
-
 /* How a matrix is held. */
 enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_F32 };
 
@@ -103,6 +102,12 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 	enum plan p = plan_of(t, L->o);
 	if (p != P_VIEW)
 		t = source(L, t);
+	/* (checked here, not before loading, so that each tensor's pages are
+	 * read once, just before they are converted) */
+	int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
+	if (bad >= 0)
+		return err_set(L->e, "%s: tensor '%s': super-block %lld: scale is Inf or NaN",
+			       L->name, t->name, (long long)bad);
 	int rows = (int)t->ne[1], cols = (int)t->ne[0];
 	*w = (struct wmat){ .rows = rows, .cols = cols };
 	if (p == P_VIEW) {
@@ -186,10 +191,6 @@ static int check_types(struct loader *L, size_t *owned, size_t *vecs)
 		if (!gguf_can_dequant(t->type))
 			return err_set(L->e, "%s: tensor '%s': type %s is not supported",
 				       L->name, t->name, gguf_ttype_name(t->type));
-		int64_t bad = gguf_bad_scale(t->type, source(L, t)->data, t->nelem);
-		if (bad >= 0)
-			return err_set(L->e, "%s: tensor '%s': super-block %lld: scale is Inf or NaN",
-				       L->name, t->name, (long long)bad);
 		if (is_kquant(t->type) && t->ne[0] > KQ_MAX_COLS)
 			return err_set(L->e, "%s: tensor '%s': rows of %lld weights are longer "
 				       "than the K-quant kernels' %d", L->name, t->name,
