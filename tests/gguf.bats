@@ -264,12 +264,12 @@ swapped() {
 	[ "$(jq '.levels | length' <<<"$output")" = 2 ]
 }
 
-@test "ppl: FILE.gguf+a8 is the file with int8 activations" {
+@test "ppl: FILE.gguf+f32 is the file with float32 activations" {
 	q=$GG/shakespeare-tiny.q4_k_m.gguf
-	run -0 --separate-stderr ppl "$TINY" --level fp32 "$q" "$q+a8" --max-chunks 1 --no-compare --json
+	run -0 --separate-stderr ppl "$TINY" --level fp32 "$q" "$q+f32" --max-chunks 1 --no-compare --json
 	local j=$output
 	run -0 jq -r '.levels[] | .level' <<<"$j"
-	assert_output "$(printf 'fp32\n%s\n%s+a8' "$q" "$q")"
+	assert_output "$(printf 'fp32\n%s\n%s+f32' "$q" "$q")"
 	# the same weights, other products: another perplexity
 	[ "$(jq '[.levels[1:][].ppl] | unique | length' <<<"$j")" = 2 ]
 }

@@ -198,7 +198,7 @@ void kq_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy
 	/* the half-block sums of up to `chunk` inputs at a time, on the stack */
 	enum { HS = KQ_MAX_COLS / 16 * 2 };
 	int hs[HS], nh = w->cols / 16, chunk = HS / nh;
-	kq_q8a_fn *fn = quant_q8a_vnni(level) ? kq_q8a_vnni
+	kq_q8a_fn *fn = level == CPU_AVX512 && quant_has_vnni() ? kq_q8a_vnni
 			: level >= CPU_AVX2 ? kq_q8a_avx2 : kq_q8a_scalar;
 	for (int t0 = 0; t0 < T; t0 += chunk) {
 		int n = T - t0 < chunk ? T - t0 : chunk;

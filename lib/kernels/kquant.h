@@ -115,7 +115,8 @@ void kq_matmul(const struct kernels *k, const struct wmat *w, float *y, int ldy,
 	       int r1, const float *x, int ldx, int T);
 
 /* y[t * ldy + r] for r in [r0, r1), t < T, from the quantized inputs a[t]
- * in the order above: the VNNI kernel where quant_q8a_vnni(level), the AVX2
+ * in the order above: the VNNI kernel where level is CPU_AVX512 and
+ * quant_has_vnni(), the AVX2
  * one where level is at least CPU_AVX2, else the scalar reference. */
 void kq_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
 		   int r0, int r1, const struct q8act *a, int T);

@@ -99,6 +99,14 @@ static inline int wmat_is_int(const struct wmat *w)
 	return w->type == WT_Q8 || w->type == WT_Q4 || w->type >= WT_Q4K;
 }
 
+/* Whether w is an int8 or int4 matrix, the ones qtile (lib/kernels/qtile.h)
+ * repacks for int8 activations; the K-quants are tiled from the start and
+ * run either way. */
+static inline int wmat_qtileable(const struct wmat *w)
+{
+	return w->type == WT_Q8 || w->type == WT_Q4;
+}
+
 /* Whether w's scales are per group of group_size weights (WT_Q4, and WT_Q8
  * with a group_size), not per row. */
 static inline int wmat_grouped(const struct wmat *w)

@@ -321,7 +321,7 @@ int model_tile(struct model *m, struct err *e)
 	int n = model_matrices(m, ws, names);
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
-		if (wmat_is_int(ws[i]) && !ws[i]->tiled)
+		if (wmat_qtileable(ws[i]) && !ws[i]->tiled)
 			total += qtile_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols,
 					     qtile_scales_for(ws[i]));
 	if (total == 0)
@@ -336,7 +336,7 @@ int model_tile(struct model *m, struct err *e)
 	m->tiles_size = total;
 	for (int i = 0; i < n; i++) {
 		struct wmat *w = ws[i];
-		if (!wmat_is_int(w) || w->tiled)
+		if (!wmat_qtileable(w) || w->tiled)
 			continue;
 		struct wmat t;
 		qtile_pack(w, p, &t);

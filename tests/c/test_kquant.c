@@ -204,7 +204,7 @@ static void test_q8a(const struct mat *m, const struct q8act *a)
 			CHECK(memcmp(y, want, sizeof(float) * (size_t)rows * (size_t)T) == 0,
 			      "%s%s: type %d, %d x %d, T %d: bitwise the scalar reference",
 			      cpu_level_name((enum cpu_level)lv),
-			      quant_q8a_vnni((enum cpu_level)lv) ? " (VNNI)" : "", m->w.type, rows,
+			      (lv == CPU_AVX512 && quant_has_vnni()) ? " (VNNI)" : "", m->w.type, rows,
 			      m->w.cols, T);
 		}
 	free(want);
@@ -218,19 +218,14 @@ int main(void)
 					 { 48, 512 } };
 	int cmax = 768;
 	float *x = malloc(sizeof(float) * (size_t)cmax * TMAX);
-	struct q8act a[TMAX];
-	int8_t *aq = malloc((size_t)q8a_padded(cmax) * TMAX);
-	float *as = malloc(sizeof(float) * (size_t)q8a_padded(cmax) / Q8A_BLOCK * TMAX);
+	struct q8act *a = q8a_alloc(cmax, TMAX);
 	for (int ti = 0; ti < 3; ti++)
 		for (int si = 0; si < 5; si++) {
 			int rows = shapes[si][0], cols = shapes[si][1];
 			for (int i = 0; i < cols * TMAX; i++)
 				x[i] = (float)((int)(rnd() % 20001) - 10000) / 4096.0f;
-			for (int t = 0; t < TMAX; t++) {
-				a[t] = (struct q8act){ .q = aq + (size_t)t * q8a_padded(cols),
-						       .scales = as + (size_t)t * q8a_padded(cols) / Q8A_BLOCK };
-				q8a_quantize(x + (size_t)t * cols, cols, &a[t]);
-			}
+			for (int t = 0; t < TMAX; t++)
+				q8a_quantize(CPU_SCALAR, x + (size_t)t * cols, cols, &a[t]);
 			struct mat m;
 			make(&m, types[ti], rows, cols);
 			test_pack(&m);
@@ -239,9 +234,8 @@ int main(void)
 			unmake(&m);
 		}
 	printf("kquant: levels up to %s%s\n", cpu_level_name(cpu_level_env(NULL)),
-	       quant_q8a_vnni(cpu_level_env(NULL)) ? " + VNNI" : "");
+	       (cpu_level_env(NULL) == CPU_AVX512 && quant_has_vnni()) ? " + VNNI" : "");
 	free(x);
-	free(aq);
-	free(as);
+	free(a);
 	return check_done("test_kquant");
 }
