@@ -101,6 +101,30 @@ config_dir() {
 	bad 1 "st-inspect: $C: version 2 is not supported (this build reads version 1)" "st-inspect '$C'"
 }
 
+@test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name" {
+	G=$BATS_FILE_TMPDIR/gguf
+	[ -d "$G" ] || "$FIXTURES/make-gguf.sh" "$G"
+	bad 1 "forward: $G/q4_k-ne0-64.gguf: tensor 'a': ne[0] = 64 is not a multiple of Q4_K's block of 256" \
+		"echo 1 | forward '$G/q4_k-ne0-64.gguf' --score"
+	bad 1 "forward: $G/q6_k-cut.gguf: tensor 'a': its 210 bytes at offset 0 run past the end of the data section (100 bytes)" \
+		"echo 1 | forward '$G/q6_k-cut.gguf' --score"
+	# llama.cpp's q4_k_m file (tensor offsets from its .json): the d of
+	# super-block 1 of a Q4_K matrix made NaN, of super-block 0 of a Q6_K
+	# one Inf (IEEE halves 0x7e00, 0x7c00)
+	L=$GOLDEN/gguf/shakespeare-tiny.q4_k_m.gguf
+	C=$BATS_TEST_TMPDIR/c.gguf
+	cp "$L" "$C"
+	printf '\x00\x7e' | dd of="$C" bs=1 seek=$((16316160 + 144)) conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: tensor 'blk.1.ffn_down.weight': super-block 1: scale is Inf or NaN" \
+		"echo 1 | forward '$C' --score"
+	cp "$L" "$C"
+	printf '\x00\x7c' | dd of="$C" bs=1 seek=$((16404352 + 208)) conv=notrunc 2>/dev/null
+	bad 1 "ppl: $C: tensor 'blk.3.ffn_down.weight': super-block 0: scale is Inf or NaN" \
+		"ppl '$C' --max-chunks 1"
+	bad 1 "forward: $C: tensor 'blk.3.ffn_down.weight': super-block 0: scale is Inf or NaN" \
+		"echo 1 | forward '$C' --score --f32"
+}
+
 @test "a GGUF file cut anywhere, damaged or of another architecture is refused" {
 	G=$BATS_FILE_TMPDIR/gguf
 	[ -d "$G" ] || "$FIXTURES/make-gguf.sh" "$G"

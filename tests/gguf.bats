@@ -114,6 +114,8 @@ rejects() {
 	rejects unknown-type "tensor 'a': type 99 is unknown"
 	rejects iq-type "tensor 'a': type IQ2_XXS is not supported"
 	rejects q4_0-ne0-16 "tensor 'a': ne[0] = 16 is not a multiple of Q4_0's block of 32"
+	rejects q4_k-ne0-64 "tensor 'a': ne[0] = 64 is not a multiple of Q4_K's block of 256"
+	rejects q6_k-cut "tensor 'a': its 210 bytes at offset 0 run past the end of the data section (100 bytes)"
 	rejects offset-unaligned "tensor 'a': offset 4 is not a multiple of the alignment 32"
 	rejects overlap "tensor 'b': offset 32 overlaps tensor 'a' (which ends at 64)"
 	rejects hole "tensor 'b': offset 64 leaves a hole after 'a' (expected 32)"
@@ -148,7 +150,9 @@ rejects() {
 	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_0.gguf" --score <<<"1 2 3"
 	[[ $stderr == *"GGUF: 28 Q4_0 matrices repacked as int4 (exact), 1 Q8_0 matrix repacked as int8 (exact)"* ]]
 	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_k_m.gguf" --score <<<"1 2 3"
-	[[ $stderr == *"GGUF: 3 Q8_0 matrices repacked as int8 (exact), 22 Q5_0 dequantized to float32 (exact), 2 Q4_K dequantized to float32 (exact), 2 Q6_K dequantized to float32 (exact)"* ]]
+	[[ $stderr == *"GGUF: 3 Q8_0 matrices repacked as int8 (exact), 22 Q5_0 matrices repacked as int8 (exact), 2 Q4_K matrices repacked as K-quant tiles (exact), 2 Q6_K matrices repacked as K-quant tiles (exact)"* ]]
+	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_k_m.gguf" --score --f32 <<<"1 2 3"
+	[[ $stderr == *"GGUF: 22 Q5_0 dequantized to float32 (exact), 3 Q8_0 dequantized to float32 (exact), 2 Q4_K dequantized to float32 (exact), 2 Q6_K dequantized to float32 (exact)"* ]]
 }
 
 @test "a GGUF file without general.sampling.* samples with Qwen2.5's or llama.cpp's defaults" {
@@ -292,4 +296,14 @@ swapped() {
 	# the same weights through the same kernels: the same float64 sums
 	[ "$(jq '[.levels[].ppl] | unique | length' <<<"$output")" = 1 ]
 	[ "$(jq '.levels | length' <<<"$output")" = 2 ]
+}
+
+@test "ppl: FILE.gguf+f32 is the file with float32 activations" {
+	q=$GG/shakespeare-tiny.q4_k_m.gguf
+	run -0 --separate-stderr ppl "$TINY" --level fp32 "$q" "$q+f32" --max-chunks 1 --no-compare --json
+	local j=$output
+	run -0 jq -r '.levels[] | .level' <<<"$j"
+	assert_output "$(printf 'fp32\n%s\n%s+f32' "$q" "$q")"
+	# the same weights, other products: another perplexity
+	[ "$(jq '[.levels[1:][].ppl] | unique | length' <<<"$j")" = 2 ]
 }

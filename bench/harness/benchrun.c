@@ -15,7 +15,8 @@
 static const char *precision_of(const struct wmat *w)
 {
 	static const char *names[] = { [WT_F32] = "f32", [WT_BF16] = "bf16", [WT_Q8] = "int8",
-				       [WT_Q4] = "int4", [WT_F16] = "f16" };
+				       [WT_Q4] = "int4", [WT_F16] = "f16", [WT_Q4K] = "q4_k",
+				       [WT_Q5K] = "q5_k", [WT_Q6K] = "q6_k" };
 	return names[w->type];
 }
 

@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include "core/err.h"
 #include "core/mapfile.h"
+#include "kernels/kquant.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -170,8 +171,27 @@ void gguf_kv_text(const struct gguf_kv *kv, char *buf, size_t cap);
  * cannot be dequantized (Q2_K, Q3_K, Q8_1, Q8_K and the integer types). */
 int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst);
 
+/* When every one of the n floats of v is a bf16 exactly (its low 16 bits
+ * zero), rewrites v in place as n bf16 values (uint16_t, from v's start)
+ * and returns true; otherwise returns false with v unchanged. */
+bool gguf_narrow_bf16(float *v, uint64_t n);
+
 /* Whether gguf_dequant reads type t. */
 bool gguf_can_dequant(enum gguf_ttype t);
+
+/* One Q5_0 block's 32 codes, q - 16 in -16..15, into q; returns its scale
+ * (the values are scale * q, exactly as gguf_dequant computes them). */
+float gguf_q5_0_codes(const void *block, int8_t *q);
+
+/* The K-quants (Q4_K, Q5_K, Q6_K): one super-block at block decoded into k
+ * (codes unsigned, lib/kernels/kquant.h), and the matrix type they are
+ * repacked into. */
+void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k);
+enum wtype gguf_kq_wtype(enum gguf_ttype t);
+
+/* The first super-block of n values of K-quant type t at src whose scale d
+ * (or dmin) is Inf or NaN, or -1 when none is (and for other types). */
+int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n);
 
 /* Quantizes n float32 values (a whole number of blocks) into type t at dst,
  * exactly as ggml's reference quantizers (quantize_row_q8_0_ref, _q4_0_ref)

@@ -24,9 +24,12 @@
  *             bit of element l of sub-block i
  *   Q6_K 256  u8 ql[128], u8 qh[64], i8 scales[16], f16 d: 16 sub-blocks
  *             of 16, values minus 32
+ * The K-quants are decoded into lib/kernels/kquant.h's struct kq_block,
+ * whose kq_block_dequant is the one definition of their values.
  */
 #include "format/gguf.h"
 #include "core/bf16.h"
+#include "kernels/kquant.h"
 
 #include <math.h>
 #include <string.h>
@@ -61,17 +64,24 @@ static uint32_t le32(const unsigned char *p)
 	       (uint32_t)p[3] << 24;
 }
 
-static void q5_0(const unsigned char *b, float *y)
+float gguf_q5_0_codes(const void *block, int8_t *q)
 {
-	float d = half(b);
+	const unsigned char *b = block;
 	uint32_t qh = le32(b + 2);
 	const unsigned char *qs = b + 6;
 	for (int j = 0; j < 16; j++) {
-		int x0 = (qs[j] & 15) | (int)((qh >> j) & 1) << 4;
-		int x1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
-		y[j] = d * (float)(x0 - 16);
-		y[j + 16] = d * (float)(x1 - 16);
+		q[j] = (int8_t)(((qs[j] & 15) | (int)((qh >> j) & 1) << 4) - 16);
+		q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4) - 16);
 	}
+	return half(b);
+}
+
+static void q5_0(const unsigned char *b, float *y)
+{
+	int8_t q[32];
+	float d = gguf_q5_0_codes(b, q);
+	for (int j = 0; j < 32; j++)
+		y[j] = d * (float)q[j];
 }
 
 static void q5_1(const unsigned char *b, float *y)
@@ -109,51 +119,79 @@ static void scale_min(int j, const unsigned char *q, int *sc, int *m)
 	}
 }
 
-/* Q4_K and Q5_K: eight sub-blocks of 32 with 6-bit scales and mins; Q5_K
- * adds a fifth bit per weight from qh (NULL for Q4_K). */
-static void k_block(const unsigned char *b, const unsigned char *qh,
-		    const unsigned char *qs, float *y)
+enum wtype gguf_kq_wtype(enum gguf_ttype t)
 {
-	float d = half(b), dmin = half(b + 2);
-	const unsigned char *sc = b + 4;
+	return t == GGML_Q4_K ? WT_Q4K : t == GGML_Q5_K ? WT_Q5K : WT_Q6K;
+}
+
+void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k)
+{
+	const unsigned char *b = block;
+	if (t == GGML_Q6_K) {
+		const unsigned char *ql = b, *qh = b + 128;
+		k->d = half(b + 208);
+		k->dmin = 0;
+		for (int j = 0; j < 16; j++)
+			k->sc[j] = (int8_t)b[192 + j];
+		for (int e = 0; e < 256; e++) {
+			int h = e / 128, w = e % 128;
+			int lo = (ql[64 * h + w % 64] >> (4 * (w / 64))) & 15;
+			int hi = (qh[32 * h + w % 32] >> (2 * (w / 32))) & 3;
+			k->q[e] = (uint8_t)(lo | hi << 4);
+		}
+		return;
+	}
+	/* Q4_K, Q5_K: eight sub-blocks of 32; Q5_K adds a fifth bit per
+	 * weight from qh (bit i of qh[l] for element l of sub-block i) */
+	const unsigned char *qh = t == GGML_Q5_K ? b + 16 : NULL, *qs = qh ? b + 48 : b + 16;
+	k->d = half(b);
+	k->dmin = half(b + 2);
 	for (int i = 0; i < 8; i++) {
-		int s, m;
-		scale_min(i, sc, &s, &m);
-		float ds = d * (float)s, dm = dmin * (float)m;
+		scale_min(i, b + 4, &k->sc[i], &k->m[i]);
 		const unsigned char *q = qs + 32 * (i / 2);
 		int shift = 4 * (i % 2);
 		for (int l = 0; l < 32; l++) {
 			int x = (q[l] >> shift) & 15;
 			if (qh)
 				x |= ((qh[l] >> i) & 1) << 4;
-			float p = ds * (float)x;
-			y[32 * i + l] = p - dm;
+			k->q[32 * i + l] = (uint8_t)x;
 		}
 	}
 }
 
-static void q4_k(const unsigned char *b, float *y)
+int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n)
 {
-	k_block(b, NULL, b + 16, y);
-}
-
-static void q5_k(const unsigned char *b, float *y)
-{
-	k_block(b, b + 16, b + 48, y);
-}
-
-static void q6_k(const unsigned char *b, float *y)
-{
-	const unsigned char *ql = b, *qh = b + 128;
-	const int8_t *sc = (const int8_t *)(b + 192);
-	float d = half(b + 208);
-	for (int e = 0; e < 256; e++) {
-		int h = e / 128, w = e % 128;
-		int lo = (ql[64 * h + w % 64] >> (4 * (w / 64))) & 15;
-		int hi = (qh[32 * h + w % 32] >> (2 * (w / 32))) & 3;
-		float ds = d * (float)sc[e / 16];
-		y[e] = ds * (float)((lo | hi << 4) - 32);
+	const unsigned char *s = src;
+	uint64_t bs = gguf_ttype_size(t);
+	size_t at[2] = { 0, 2 };  /* d, dmin of Q4_K and Q5_K */
+	int nat = 2;
+	if (t == GGML_Q6_K) {
+		at[0] = 208;
+		nat = 1;
+	} else if (t != GGML_Q4_K && t != GGML_Q5_K) {
+		return -1;
 	}
+	for (uint64_t i = 0; i < n / KQ_SB; i++)
+		for (int j = 0; j < nat; j++)
+			if (!isfinite(half(s + i * bs + at[j])))
+				return (int64_t)i;
+	return -1;
+}
+
+bool gguf_narrow_bf16(float *v, uint64_t n)
+{
+	uint32_t u;
+	for (uint64_t i = 0; i < n; i++) {
+		memcpy(&u, &v[i], 4);
+		if (u & 0xffff)
+			return false;
+	}
+	uint16_t *h = (uint16_t *)v;  /* h[i] is written after v[i] was read */
+	for (uint64_t i = 0; i < n; i++) {
+		memcpy(&u, &v[i], 4);
+		h[i] = (uint16_t)(u >> 16);
+	}
+	return true;
 }
 
 bool gguf_can_dequant(enum gguf_ttype t)
@@ -189,9 +227,17 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst)
 	case GGML_Q5_0: block = q5_0; break;
 	case GGML_Q5_1: block = q5_1; break;
 	case GGML_Q8_0: block = q8_0; break;
-	case GGML_Q4_K: block = q4_k; break;
-	case GGML_Q5_K: block = q5_k; break;
-	case GGML_Q6_K: block = q6_k; break;
+	case GGML_Q4_K:
+	case GGML_Q5_K:
+	case GGML_Q6_K: {
+		/* decoded, then the values by kquant.h's definition */
+		struct kq_block k;
+		for (uint64_t i = 0; i < n / KQ_SB; i++) {
+			gguf_kdecode(t, s + i * gguf_ttype_size(t), &k);
+			kq_block_dequant(gguf_kq_wtype(t), &k, dst + i * KQ_SB);
+		}
+		return 0;
+	}
 	default:
 		return -1;
 	}

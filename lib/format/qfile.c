@@ -63,8 +63,8 @@ uint64_t qfile_data_len(enum wtype t, int ndim, const int64_t *shape)
 	case WT_F16: return n * 2;
 	case WT_Q8: return n;
 	case WT_Q4: return n / 2;
+	default: return 0;  /* a container holds no K-quant */
 	}
-	return 0;
 }
 
 uint64_t qfile_scales_len(enum wtype t, const int64_t *shape, int group_size)

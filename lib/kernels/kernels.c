@@ -216,8 +216,7 @@ void kern_row_float(const struct wmat *w, int r, float *out)
 			out[i] = w->type == WT_BF16 ? bf16_to_f32(p[i]) : f16_to_f32(p[i]);
 		return;
 	}
-	case WT_Q8:
-	case WT_Q4:
+	default:
 		break;
 	}
 	abort();

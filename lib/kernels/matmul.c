@@ -1,5 +1,6 @@
 /* matmul: see matmul.h. */
 #include "kernels/matmul.h"
+#include "kernels/kquant.h"
 #include "kernels/qtile.h"
 
 #include <stdlib.h>
@@ -36,13 +37,23 @@ void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 			quant_matmul(k->level, w, m->y, m->ldy, m->r0, m->r1, m->x, m->ldx,
 				     m->T);
 		return;
+	case WT_Q4K:
+	case WT_Q5K:
+	case WT_Q6K:
+		if (m->xa)
+			kq_matmul_q8a(k->level, w, m->y, m->ldy, m->r0, m->r1, m->xa, m->T);
+		else
+			kq_matmul(k, w, m->y, m->ldy, m->r0, m->r1, m->x, m->ldx, m->T);
+		return;
 	}
 	abort();
 }
 
 void kern_row(const struct wmat *w, int r, float *out)
 {
-	if (wmat_is_int(w))
+	if (kq_is(w->type))
+		kq_dequant_row(w, r, out);
+	else if (wmat_is_int(w))
 		quant_dequant_row(w, r, 0, w->cols, out);
 	else
 		kern_row_float(w, r, out);

@@ -39,7 +39,7 @@ struct kern_mm {
 void kern_matmul(const struct kernels *k, const struct kern_mm *m);
 
 /* out[0..cols) = row r of w, widened (float32, bf16) or dequantized (int8,
- * int4) to float. */
+ * int4, K-quants) to float. */
 void kern_row(const struct wmat *w, int r, float *out);
 
 /* Rearranges w (wmat_can_interleave; an int8 matrix's codes) in place into

@@ -2,6 +2,7 @@
  * run-time dispatch and the tiled matmul. */
 #include "kernels/quant.h"
 #include "kernels/quant_isa.h"
+#include "kernels/kquant.h"
 #include "kernels/kernels.h"
 #include "kernels/qtile.h"
 
@@ -118,6 +119,9 @@ size_t wmat_bytes(const struct wmat *w)
 		return n + sizeof(float) * (w->group_size ? q4_nscales(w->rows, w->cols, w->group_size)
 							  : (size_t)w->rows);
 	case WT_Q4: return n / 2 + sizeof(float) * q4_nscales(w->rows, w->cols, w->group_size);
+	case WT_Q4K:
+	case WT_Q5K:
+	case WT_Q6K: return kq_bytes(w->type, w->rows, w->cols);
 	}
 	return 0;
 }

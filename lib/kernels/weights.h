@@ -20,6 +20,8 @@
  *            along cols with group_size weights per group, float
  *            scales[rows * cols / group_size]; the nibble packing and any
  *            offset are defined in lib/kernels/quant.h
+ *   WT_Q4K, WT_Q5K, WT_Q6K  GGUF's K-quants, codes and scales in tiles of
+ *            16 rows (lib/kernels/kquant.h); no scales array
  *
  * Interleaved rows (il = 1; WT_F32, WT_BF16, WT_F16, and WT_Q8 with a
  * scale per row; rows a multiple of 4 and cols of WMAT_IL_COLS): the rows
@@ -45,8 +47,8 @@
 #include <stdint.h>
 
 /* WT_F32 .. WT_Q4 are also the type codes of a container's tensors (0 to
- * 3, lib/format/qfile.h); a container holds no WT_F16. */
-enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16 };
+ * 3, lib/format/qfile.h); a container holds no WT_F16 and no K-quant. */
+enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16, WT_Q4K, WT_Q5K, WT_Q6K };
 
 struct wmat {
 	enum wtype type;
@@ -90,8 +92,17 @@ static inline int wmat_can_interleave(const struct wmat *w)
 	       w->rows % 4 == 0 && w->cols % WMAT_IL_COLS == 0;
 }
 
-/* Whether w stores integers (WT_Q8, WT_Q4). */
+/* Whether w stores integers (WT_Q8, WT_Q4, the K-quants): the matrices
+ * that int8 activations multiply. */
 static inline int wmat_is_int(const struct wmat *w)
+{
+	return w->type == WT_Q8 || w->type == WT_Q4 || w->type >= WT_Q4K;
+}
+
+/* Whether w is an int8 or int4 matrix, the ones qtile (lib/kernels/qtile.h)
+ * repacks for int8 activations; the K-quants are tiled from the start and
+ * run either way. */
+static inline int wmat_qtileable(const struct wmat *w)
 {
 	return w->type == WT_Q8 || w->type == WT_Q4;
 }

@@ -367,7 +367,7 @@ int forward_init(struct forward *f, const struct model *m,
 	if (f->act8 && !forward_has_int_weights(m))
 		return err_set(e, "int8 activations need int8 or int4 weights; the model "
 			       "has none");
-	if (any_matrix(m, is_tiled) != f->act8 && forward_has_int_weights(m))
+	if (any_matrix(m, is_tiled) != f->act8 && any_matrix(m, wmat_qtileable))
 		return err_set(e, f->act8 ? "int8 activations need the model's integer "
 			       "matrices tiled (model_tile)" : "a tiled model runs with int8 "
 			       "activations only");

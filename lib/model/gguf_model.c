@@ -5,16 +5,24 @@
 #include "format/gguf_arch.h"
 #include "kernels/quant.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define ALIGN 64
 
 /* How a matrix is held. */
-enum plan { P_VIEW, P_Q4, P_Q8, P_F32 };
+enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_F32 };
+
+static int is_kquant(enum gguf_ttype t)
+{
+	return t == GGML_Q4_K || t == GGML_Q5_K || t == GGML_Q6_K;
+}
 
 static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o)
 {
@@ -22,7 +30,10 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 		return t->type == GGML_F32 && o->mmap ? P_VIEW : P_F32;
 	if (t->type == GGML_BF16 || t->type == GGML_F16 || t->type == GGML_F32)
 		return P_VIEW;
-	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
+	if (is_kquant(t->type))
+		return P_KQ;
+	return t->type == GGML_Q4_0 ? P_Q4
+	       : t->type == GGML_Q8_0 || t->type == GGML_Q5_0 ? P_Q8 : P_F32;
 }
 
 /* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
@@ -41,6 +52,8 @@ static size_t owned_bytes(const struct gguf_tensor *t, enum plan p)
 		b = n * sizeof(float);
 	else if (p == P_Q4 || p == P_Q8)
 		b = code_bytes(t, p) + n / Q4_BLOCK * sizeof(float);
+	else if (p == P_KQ)
+		b = kq_bytes(gguf_kq_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
 	return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
@@ -50,10 +63,22 @@ struct loader {
 	const struct model_opts *o;
 	unsigned char *next;     /* next free byte of m->owned */
 	float *vec;              /* next free float of m->vecs */
-	int counts[GGML_NTYPES]; /* matrices converted, by type */
-	int q4, q8;              /* matrices repacked as int4, as int8 */
+	int counts[GGML_NTYPES]; /* matrices dequantized to float32, by type */
+	int bf16[GGML_NTYPES];   /* ... to bf16, which holds their values exactly */
+	char rounds[GGML_NTYPES];/* a matrix of the type whose values bf16 would round */
+	int q4, q8, q5;          /* Q4_0 as int4, Q8_0 and Q5_0 as int8 */
+	int kq[3];               /* Q4_K, Q5_K, Q6_K matrices repacked */
 	struct err *e;
+	const struct gguf_file *src;  /* the mapping, when m->gg is a partial copy */
 };
+
+/* Where tensor t of m->gg is read from when it is converted (or widened,
+ * a vector): the mapping, when the copy holds only the matrices used as
+ * stored. */
+static const struct gguf_tensor *source(const struct loader *L, const struct gguf_tensor *t)
+{
+	return L->src ? &L->src->t[t - L->m->gg->t] : t;
+}
 
 static const struct gguf_tensor *find(struct loader *L, const char *fmt, int layer)
 {
@@ -63,10 +88,29 @@ static const struct gguf_tensor *find(struct loader *L, const char *fmt, int lay
 	return gguf_find_tensor(L->m->gg, gguf_from_hf(hf, gg, sizeof gg));
 }
 
+/* Gives back the pages wholly inside [p, p + bytes) of the file's mapping
+ * (or its copy, with mmap) once they have been converted or copied:
+ * nothing reads them again, so the file's bytes are not held twice. */
+static void release(const void *p, size_t bytes)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p;
+	uintptr_t lo = (a + page - 1) / page * page, hi = (a + bytes) / page * page;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);  /* advice: no error to report */
+}
+
 static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 {
 	const struct gguf_tensor *t = find(L, fmt, layer);
 	enum plan p = plan_of(t, L->o);
+	if (p != P_VIEW)
+		t = source(L, t);
+	/* (checked here, not before loading, so that each tensor's pages are
+	 * read once, just before they are converted) */
+	int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
+	if (bad >= 0)
+		return err_set(L->e, "%s: tensor '%s': super-block %lld: scale is Inf or NaN",
+			       L->name, t->name, (long long)bad);
 	int rows = (int)t->ne[1], cols = (int)t->ne[0];
 	*w = (struct wmat){ .rows = rows, .cols = cols };
 	if (p == P_VIEW) {
@@ -80,7 +124,13 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		float *s = (float *)(q + code_bytes(t, p));
 		size_t codes = p == P_Q4 ? Q4_BLOCK / 2 : Q4_BLOCK;
 		const unsigned char *b = t->data;
-		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += 2 + codes) {
+		uint64_t bs = gguf_ttype_size(t->type);
+		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += bs) {
+			if (t->type == GGML_Q5_0) {
+				/* the 5-bit codes, q - 16, widened to int8 */
+				s[k] = gguf_q5_0_codes(b, (int8_t *)q + codes * k);
+				continue;
+			}
 			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
 			memcpy(q + codes * k, b + 2, codes);
 			/* as qfile.c refuses a container's: the kernels would
@@ -93,14 +143,39 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
-		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
+		*(p == P_Q4 ? &L->q4 : t->type == GGML_Q5_0 ? &L->q5 : &L->q8) += 1;
+	} else if (p == P_KQ) {
+		/* each super-block decoded and put into its tile (kquant.h) */
+		*w = (struct wmat){ .type = gguf_kq_wtype(t->type), .rows = rows, .cols = cols,
+				    .data = L->next };
+		memset(L->next, 0, kq_bytes(w->type, rows, cols));
+		int nsb = cols / KQ_SB;
+		uint64_t bs = gguf_ttype_size(t->type);
+		const unsigned char *b = t->data;
+		struct kq_block k;
+		for (int r = 0; r < rows; r++)
+			for (int sb = 0; sb < nsb; sb++, b += bs) {
+				gguf_kdecode(t->type, b, &k);
+				kq_put(w, L->next, r, sb, &k);
+			}
+		L->kq[w->type - WT_Q4K]++;
 	} else {
 		float *v = (float *)L->next;
 		gguf_dequant(t->type, t->data, t->nelem, v);
 		w->type = WT_F32;
 		w->data = v;
 		L->counts[t->type]++;
+		/* bf16 where it holds every value exactly (not with --f32) */
+		if (!L->o->f32 && gguf_narrow_bf16(v, t->nelem)) {
+			w->type = WT_BF16;
+			L->counts[t->type]--;
+			L->bf16[t->type]++;
+		} else if (!L->o->f32) {
+			L->rounds[t->type] = 1;
+		}
 	}
+	if (p != P_VIEW)
+		release(t->data, t->bytes);
 	L->next += owned_bytes(t, p);
 	L->m->weight_bytes += wmat_bytes(w);
 	return 0;
@@ -108,7 +183,7 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 
 static int vector(struct loader *L, const float **out, const char *fmt, int layer)
 {
-	const struct gguf_tensor *t = find(L, fmt, layer);
+	const struct gguf_tensor *t = source(L, find(L, fmt, layer));
 	gguf_dequant(t->type, t->data, t->nelem, L->vec);
 	*out = L->vec;
 	L->vec += t->nelem;
@@ -126,6 +201,10 @@ static int check_types(struct loader *L, size_t *owned, size_t *vecs)
 		if (!gguf_can_dequant(t->type))
 			return err_set(L->e, "%s: tensor '%s': type %s is not supported",
 				       L->name, t->name, gguf_ttype_name(t->type));
+		if (is_kquant(t->type) && t->ne[0] > KQ_MAX_COLS)
+			return err_set(L->e, "%s: tensor '%s': rows of %lld weights are longer "
+				       "than the K-quant kernels' %d", L->name, t->name,
+				       (long long)t->ne[0], KQ_MAX_COLS);
 		if (t->ndim == 1)
 			*vecs += (size_t)t->nelem;
 		else
@@ -134,32 +213,50 @@ static int check_types(struct loader *L, size_t *owned, size_t *vecs)
 	return 0;
 }
 
+/* Appends to m->note (cut at its size). */
+static void say(struct loader *L, size_t *o, const char *fmt, ...)
+{
+	size_t cap = sizeof L->m->note;
+	if (*o >= cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(L->m->note + *o, cap - *o, fmt, ap);
+	va_end(ap);
+	*o += n > 0 ? (size_t)n : 0;
+}
+
 /* m->note: what was converted, e.g. "GGUF: 28 Q4_0 matrices repacked as
  * int4 (exact), 1 Q8_0 matrix repacked as int8 (exact)". */
 static void note(struct loader *L)
 {
-	char *s = L->m->note;
-	size_t cap = sizeof L->m->note, o = 0;
-	o += (size_t)snprintf(s + o, cap - o, "GGUF");
+	size_t o = 0;
+	say(L, &o, "GGUF");
 	const char *sep = ": ";
 	const struct { int n; const char *from, *to; } re[] = {
-		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" } };
-	for (int i = 0; i < 2; i++)
+		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" }, { L->q5, "Q5_0", "int8" },
+		{ L->kq[0], "Q4_K", "K-quant tiles" }, { L->kq[1], "Q5_K", "K-quant tiles" },
+		{ L->kq[2], "Q6_K", "K-quant tiles" } };
+	for (int i = 0; i < 6; i++)
 		if (re[i].n) {
-			o += (size_t)snprintf(s + o, cap - o, "%s%d %s matri%s repacked as %s "
-					      "(exact)", sep, re[i].n, re[i].from,
-					      re[i].n == 1 ? "x" : "ces", re[i].to);
+			say(L, &o, "%s%d %s matri%s repacked as %s (exact)", sep, re[i].n, re[i].from,
+			    re[i].n == 1 ? "x" : "ces", re[i].to);
 			sep = ", ";
 		}
-	for (int t = 0; t < GGML_NTYPES && o < cap; t++)
+	for (int t = 0; t < GGML_NTYPES; t++) {
+		const char *name = gguf_ttype_name((enum gguf_ttype)t);
+		if (L->bf16[t]) {
+			say(L, &o, "%s%d %s dequantized to bf16 (exact)", sep, L->bf16[t], name);
+			sep = ", ";
+		}
 		if (L->counts[t]) {
-			o += (size_t)snprintf(s + o, cap - o, "%s%d %s dequantized to float32 "
-					      "(exact)", sep, L->counts[t],
-					      gguf_ttype_name((enum gguf_ttype)t));
+			say(L, &o, "%s%d %s dequantized to float32 (exact%s)", sep, L->counts[t], name,
+			    L->rounds[t] ? "; bf16 would round them" : "");
 			sep = ", ";
 		}
-	if (o < cap && !strcmp(sep, ": "))
-		snprintf(s + o, cap - o, ": every matrix as stored");
+	}
+	if (!strcmp(sep, ": "))
+		say(L, &o, ": every matrix as stored");
 }
 
 static int fill(struct loader *L)
@@ -205,16 +302,30 @@ static int fill(struct loader *L)
 }
 
 /* The validated file in anonymous memory, its data section 64-byte
- * aligned, validated again (its views replace the mapping's). */
-static int copy_file(struct model *m, const char *name, struct err *e)
+ * aligned, validated again (its views replace the mapping's): only the
+ * header and the matrices used as stored are read into it;
+ * the mapping moves to *src, from which the others are converted (and their
+ * pages given back, release), so the file is not held twice. */
+static int copy_file(struct model *m, const char *name, const struct model_opts *o,
+		     struct gguf_file *src, struct err *e)
 {
-	size_t pad = (ALIGN - m->gg->data_offset % ALIGN) % ALIGN;
-	size_t size = m->gg->size;
-	unsigned char *p = model_anon_read(m, name, size, pad, e);
+	const struct gguf_file *f = m->gg;
+	size_t pad = (ALIGN - f->data_offset % ALIGN) % ALIGN;
+	struct model_range *r = malloc(sizeof *r * (size_t)(f->ntensors + 1));
+	if (!r)
+		return err_set(e, "%s: out of memory", name);
+	int n = 0;
+	r[n++] = (struct model_range){ 0, f->data_offset };
+	for (int i = 0; i < f->ntensors; i++)
+		if (f->t[i].ndim > 1 && plan_of(&f->t[i], o) == P_VIEW)
+			r[n++] = (struct model_range){ f->data_offset + f->t[i].offset, f->t[i].bytes };
+	unsigned char *p = model_anon_read_ranges(m, name, f->size, pad, r, n, e);
+	free(r);
 	if (!p)
 		return -1;
-	gguf_close(m->gg);
-	return gguf_parse(m->gg, p, size, name, e);
+	*src = *m->gg;
+	release(src->base, src->data_offset);  /* the header, now in the copy */
+	return gguf_parse(m->gg, p, src->size, name, e);
 }
 
 int model_load_gguf(struct model *m, const char *path, const struct model_opts *o,
@@ -232,12 +343,19 @@ int model_load_gguf(struct model *m, const char *path, const struct model_opts *
 	manifest_init(&want);
 	manifest_init(&have);
 	struct loader L = { .m = m, .name = path, .o = o, .e = e };
+	struct gguf_file src = { 0 };
 	int rc = gguf_qwen2_config(m->gg, path, &m->cfg, &m->gen, e) < 0 ||
 		 model_check_eos(m, path, e) < 0 ||
 		 manifest_build(&want, &m->cfg, e) < 0 ||
 		 manifest_from_gguf(&have, m->gg, e) < 0 ||
-		 manifest_check(&want, &have, path, "its GGUF hyperparameters", e) < 0 ||
-		 (!o->mmap && copy_file(m, path, e) < 0) || fill(&L) < 0 ? -1 : 0;
+		 manifest_check(&want, &have, path, "its GGUF hyperparameters", e) < 0 ? -1 : 0;
+	if (rc == 0 && !o->mmap) {
+		rc = copy_file(m, path, o, &src, e);
+		L.src = &src;
+	}
+	if (rc == 0)
+		rc = fill(&L);
+	gguf_close(&src);
 	manifest_free(&want);
 	manifest_free(&have);
 	if (rc < 0)

@@ -5,21 +5,30 @@
  * The file is validated whole, its config taken from its qwen2.* keys, and
  * its tensors diffed against the manifest that config implies (an error
  * names the first difference). Then each matrix becomes a `struct wmat`:
- *   BF16, F32  as stored (views: the same bits as a safetensors model);
+ *   BF16, F16, F32  as stored (views: the same bits as a safetensors
+ *              model; F16 on the f16 kernels);
  *   Q4_0       our int4 with groups of 32 (WT_Q4): ggml's block is our
  *              packing byte for byte (lib/kernels/quant.h: low nibbles the
  *              block's first 16 weights, high nibbles the last 16, each
  *              q + 8) and its f16 scale is a float exactly, so the repacking
  *              is exact and the int4 kernels run on it;
- *   others     (F16, Q8_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) dequantized
- *              exactly to float32 at load (WT_F32). Q8_0 has a scale per 32
- *              weights where our int8 has one per row, so it cannot run on
- *              the int8 kernels as it is.
+ *   Q8_0, Q5_0 int8 in groups of 32 (WT_Q8 with group_size 32): the codes
+ *              (Q5_0's q - 16, widened) to one array, the f16 scales as
+ *              floats to another, exactly;
+ *   Q4_K, Q5_K, Q6_K  the K-quant tiles of lib/kernels/kquant.h, every
+ *              super-block decoded and put in place, exactly;
+ *   Q4_1, Q5_1 dequantized exactly at load, to
+ *              bf16 where every value of the matrix is one exactly, else
+ *              float32.
  * With opts->f32 every matrix is dequantized to float32: the float32 model
  * of the file's exact values. Vectors (norms, biases) are widened to float
  * as always. m->note says what was converted (for -v). mmap: the views of
  * BF16 and F32 matrices point into the mapping; otherwise into a copy of
- * the file in anonymous memory, as for safetensors (model.h).
+ * the file in anonymous memory, as for safetensors (model.h), which holds
+ * only the header and those matrices: the others are converted from the
+ * mapping, and its pages given back after each (madvise), so that no
+ * file byte is resident twice. A K-quant super-block whose d or dmin is
+ * Inf or NaN is refused naming the tensor.
  */
 #ifndef GGUF_MODEL_H
 #define GGUF_MODEL_H

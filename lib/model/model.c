@@ -66,6 +66,14 @@ static int aligned(const struct st_file *f)
 unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 			       size_t pad, struct err *e)
 {
+	const struct model_range all = { 0, size };
+	return model_anon_read_ranges(m, name, size, pad, &all, 1, e);
+}
+
+unsigned char *model_anon_read_ranges(struct model *m, const char *name, size_t size,
+				      size_t pad, const struct model_range *r, int n,
+				      struct err *e)
+{
 	size_t bytes = pad + size;
 	unsigned char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -81,18 +89,20 @@ unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 	int fd = file_open_regular(name, NULL, e);
 	if (fd < 0)
 		return NULL;
-	for (size_t done = 0; done < size;) {
-		size_t want = size - done < (1u << 30) ? size - done : (1u << 30);
-		ssize_t got = read(fd, p + pad + done, want);
-		if (got <= 0) {
-			int saved = errno;
-			close(fd);
-			err_set(e, "%s: %s", name, got < 0 ? strerror(saved)
-							   : "file shrank while reading");
-			return NULL;
+	for (int i = 0; i < n; i++)
+		for (size_t done = 0; done < r[i].len;) {
+			size_t left = r[i].len - done, want = left < (1u << 30) ? left : (1u << 30);
+			ssize_t got = pread(fd, p + pad + r[i].off + done, want,
+					    (off_t)(r[i].off + done));
+			if (got <= 0) {
+				int saved = errno;
+				close(fd);
+				err_set(e, "%s: %s", name, got < 0 ? strerror(saved)
+								   : "file shrank while reading");
+				return NULL;
+			}
+			done += (size_t)got;
 		}
-		done += (size_t)got;
-	}
 	close(fd);
 	return p + pad;
 }
@@ -310,7 +320,7 @@ int model_tile(struct model *m, struct err *e)
 	int n = model_matrices(m, ws, names);
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
-		if (wmat_is_int(ws[i]) && !ws[i]->tiled)
+		if (wmat_qtileable(ws[i]) && !ws[i]->tiled)
 			total += qtile_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols,
 					     qtile_scales_for(ws[i]));
 	if (total == 0)
@@ -325,7 +335,7 @@ int model_tile(struct model *m, struct err *e)
 	m->tiles_size = total;
 	for (int i = 0; i < n; i++) {
 		struct wmat *w = ws[i];
-		if (!wmat_is_int(w) || w->tiled)
+		if (!wmat_qtileable(w) || w->tiled)
 			continue;
 		struct wmat t;
 		qtile_pack(w, p, &t);

@@ -88,7 +88,7 @@ struct model {
 	size_t wide_bytes;
 	size_t weight_bytes;     /* bytes of matrices the forward pass reads */
 	int copied;              /* the weights are in anonymous memory */
-	char note[256];          /* what loading converted, for -v ("" when nothing) */
+	char note[512];          /* what loading converted, for -v ("" when nothing) */
 };
 
 /* Loads the model at path (directory or .safetensors). Errors name the file
@@ -105,6 +105,16 @@ void model_free(struct model *m);
  * (m->copy), at offset pad; returns where the file's first byte went. */
 unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 			       size_t pad, struct err *e);
+
+/* The same, reading only the n ranges r of the file (in bytes from its
+ * start, inside size); the rest of the copy stays zero and untouched, so
+ * it takes no memory. */
+struct model_range {
+	size_t off, len;
+};
+unsigned char *model_anon_read_ranges(struct model *m, const char *name, size_t size,
+				      size_t pad, const struct model_range *r, int n,
+				      struct err *e);
 
 /* The generation defaults' EOS ids must be tokens of the model. */
 int model_check_eos(const struct model *m, const char *name, struct err *e);

@@ -116,6 +116,8 @@ static double weight(const struct wmat *w, int r, int c)
 	case WT_Q4:
 		return (double)w->scales[(size_t)r * (w->cols / w->group_size) +
 					 c / w->group_size] * q4_code(w, r, c);
+	default:  /* the K-quants: no model here has them */
+		break;
 	}
 	abort();
 }

@@ -491,7 +491,8 @@ static void test_bf16_model(void)
 }
 
 /* A quantized file as loaded (Q4_0 repacked for the int4 kernels, Q8_0 for
- * the int8 ones with a scale per 32 weights, the rest dequantized) against the float32 model of the same file's exactly
+ * the int8 ones with a scale per 32 weights, Q4_K, Q5_K and Q6_K for the
+ * K-quant kernels, the rest dequantized) against the float32 model of the same file's exactly
  * dequantized values (--f32): the same function but for the kernels' sum
  * orders, so within 1e-4 at every position (the project's bound for
  * reordered float32 sums at logits of about 10). */
@@ -500,22 +501,47 @@ static int is_q8_0(const struct wmat *w)
 	return w->type == WT_Q8 && w->group_size == 32;
 }
 
-static void test_quant_model(const char *file, int want_q4, int want_q8)
+/* Whether every row of w (as loaded) dequantizes to the bits of
+ * the same row of the float32 model's f (the file's values, gguf_dequant). */
+static int same_rows(const struct wmat *w, const struct wmat *f)
+{
+	float *a = malloc(sizeof(float) * (size_t)w->cols), *b = malloc(sizeof(float) * (size_t)w->cols);
+	int same = 1;
+	for (int r = 0; r < w->rows && same; r++) {
+		kern_row(w, r, a);
+		kern_row(f, r, b);
+		same = memcmp(a, b, sizeof(float) * (size_t)w->cols) == 0;
+	}
+	free(a);
+	free(b);
+	return same;
+}
+
+static void test_quant_model(const char *file, int want_q4, int want_q8, int want_kq)
 {
 	struct model q, f;
 	if (load_ok(&q, file, 0) || load_ok(&f, file, 1))
 		return;
-	int q4 = 0, q8 = is_q8_0(&q.w.embed);
+	int q4 = 0, q8 = is_q8_0(&q.w.embed), kq = 0;
 	for (int l = 0; l < q.cfg.n_layers; l++) {
 		const struct layer_weights *L = &q.w.layers[l];
 		q4 += (L->wq.type == WT_Q4) + (L->down.type == WT_Q4);
 		q8 += is_q8_0(&L->wq) + is_q8_0(&L->wk) + is_q8_0(&L->wv) + is_q8_0(&L->wo) +
 		      is_q8_0(&L->gate) + is_q8_0(&L->up) + is_q8_0(&L->down);
+		kq += kq_is(L->down.type);
+		const struct layer_weights *F = &f.w.layers[l];
+		const struct wmat *a[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down };
+		const struct wmat *b[] = { &F->wq, &F->wk, &F->wv, &F->wo, &F->gate, &F->up, &F->down };
+		for (int i = 0; i < 7; i++)
+			CHECK(same_rows(a[i], b[i]), "%s: layer %d, matrix %d: the repacked codes "
+			      "hold the file's values exactly", file, l, i);
 	}
+	CHECK(kq == want_kq, "%s: %d down matrices run on the K-quant kernels, expected %d",
+	      file, kq, want_kq);
 	CHECK(q4 == want_q4, "%s: %d of the q and down matrices run on the int4 kernels, "
 	      "expected %d", file, q4, want_q4);
 	CHECK(q8 == want_q8, "%s: %d matrices run on the int8 kernels in groups of 32, "
-	      "expected %d (the file's Q8_0 ones)", file, q8, want_q8);
+	      "expected %d (the file's Q8_0 and Q5_0 ones)", file, q8, want_q8);
 	CHECK(f.w.layers[0].wq.type == WT_F32, "--f32: float32 matrices");
 	double worst = 0;
 	for (int c = 0; c < TINY_CASES; c++) {
@@ -639,7 +665,7 @@ static void test_write(void)
 	CHECK(q8 == 4, "q8_0: %d of llama.cpp's Q8_0 tensors compared", q8);
 	/* every matrix of our q8_0 file (4 layers of 7, and the tied
 	 * embedding) runs on the grouped int8 kernels */
-	test_quant_model(path[2], 0, 29);
+	test_quant_model(path[2], 0, 29, 0);
 	/* the tokenizer of a file we wrote is HuggingFace's, special flags
 	 * included (its types come from tokenizer.json's) */
 	struct gguf_file f;
@@ -664,12 +690,30 @@ static void test_write(void)
 	st_close(&st);
 }
 
+/* gguf_narrow_bf16: values a bf16 holds (1, -0.5, 3 * 2^-20, 0) narrowed in
+ * place to their high halves; one that needs more than 8 significant bits
+ * (1 + 2^-10) leaves the array as it was. */
+static void test_narrow_bf16(void)
+{
+	float v[4] = { 1.0f, -0.5f, 3.0f / (1 << 20), 0.0f }, was[4];
+	memcpy(was, v, sizeof v);
+	CHECK(gguf_narrow_bf16(v, 4), "bf16 holds 1, -0.5, 3 * 2^-20 and 0");
+	const uint16_t *h = (const uint16_t *)v;
+	CHECK(h[0] == 0x3f80 && h[1] == 0xbf00 && h[2] == 0x3640 && h[3] == 0,
+	      "narrowed in place: %04x %04x %04x %04x", h[0], h[1], h[2], h[3]);
+	float w[3] = { 1.0f, 1.0f + 1.0f / 1024, 2.0f };
+	memcpy(was, w, sizeof w);
+	CHECK(!gguf_narrow_bf16(w, 3) && !memcmp(w, was, sizeof w),
+	      "1 + 2^-10 is not a bf16: nothing changed");
+}
+
 int main(void)
 {
+	test_narrow_bf16();
 	test_write();
 	test_bf16_model();
-	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1);
-	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 3);
+	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0);
+	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 25, 4);
 	test_tokenizer();
 	test_q4_1_q5_1();
 	test_q5_k();

@@ -3,7 +3,8 @@
  * file (the qwen2 config, every value as text, small tensors dequantized)
  * on arbitrary bytes. An accepted file's views lie inside the input, its
  * tensors tile the data section in offset order, and its names are
- * unique. */
+ * unique; a small K-quant tensor repacked into the kernels' tiles
+ * (lib/kernels/kquant.h) reads back as gguf_dequant's values, bitwise. */
 #include "fuzz.h"
 #include "sample/sampler.h"
 #include "format/gguf.h"
@@ -11,6 +12,36 @@
 
 #include <math.h>
 #include <stdint.h>
+
+/* t (a K-quant of at most 1 << 16 values) repacked as the loader does:
+ * each row dequantized from the tiles is v's row, bitwise. */
+static void check_kquant(const struct gguf_tensor *t, const float *v)
+{
+	int cols = (int)t->ne[0], rows = (int)(t->nelem / (uint64_t)t->ne[0]);
+	struct wmat w = { .type = gguf_kq_wtype(t->type), .rows = rows, .cols = cols };
+	size_t bytes = kq_bytes(w.type, rows, cols);
+	void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+	float *row = malloc(sizeof(float) * (size_t)cols);
+	if (data && row) {
+		memset(data, 0, bytes);
+		w.data = data;
+		const unsigned char *b = t->data;
+		struct kq_block k;
+		for (int r = 0; r < rows; r++)
+			for (int s = 0; s < cols / KQ_SB; s++, b += gguf_ttype_size(t->type)) {
+				gguf_kdecode(t->type, b, &k);
+				kq_put(&w, data, r, s, &k);
+			}
+		for (int r = 0; r < rows; r++) {
+			kq_dequant_row(&w, r, row);
+			FUZZ_CHECK(!memcmp(row, v + (size_t)r * (size_t)cols, sizeof(float) * (size_t)cols));
+		}
+	}
+	free(data);
+	free(row);
+	int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
+	FUZZ_CHECK(bad >= -1 && bad < (int64_t)(t->nelem / KQ_SB));
+}
 
 static void check_kv(const struct gguf_kv *kv, const unsigned char *buf, size_t size)
 {
@@ -67,8 +98,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   t->offset + t->bytes <= f.t[j].offset);
 		if (gguf_can_dequant(t->type) && t->nelem <= 1 << 16) {
 			float *v = malloc(sizeof(float) * t->nelem);
-			if (v)
+			if (v) {
 				FUZZ_CHECK(gguf_dequant(t->type, t->data, t->nelem, v) == 0);
+				if (t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K)
+					check_kquant(t, v);
+			}
 			free(v);
 		}
 	}

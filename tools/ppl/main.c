@@ -41,7 +41,9 @@ enum { OPT_MAX_CHUNKS = CLI_LONG, OPT_NO_COMPARE };
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a safetensors model directory (or a container, alone)" },
 	{ 0, "CONTAINER", NULL, "a .q8 / .q4 from quantize, or a GGUF file\n"
-	  "(llama.cpp's): one more level, as stored" },
+	  "(llama.cpp's): one more level, as stored; a GGUF\n"
+	  "file named with +f32 after it (FILE.gguf+f32) runs\n"
+	  "with float32 activations (the exact mode)" },
 	{ 'l', "level", "LIST", "comma-separated, from fp32, bf16, int8, int4,\n"
 	  "int4-rtn (the round-to-nearest baseline), each int\n"
 	  "level optionally with +embed (the embeddings too)\n"
@@ -369,6 +371,12 @@ int main(int argc, char **argv)
 				cli_die_usage("more than %d levels", MAX_LEVELS);
 			levels[nl] = (struct level){ .kind = LV_FILE, .path = argv[i] };
 			snprintf(levels[nl].name, sizeof levels[nl].name, "%s", argv[i]);
+			size_t len = strlen(argv[i]);
+			if (len > 9 && !strcmp(argv[i] + len - 9, ".gguf+f32")) {
+				/* the file without the suffix, the exact mode */
+				argv[i][len - 4] = 0;
+				levels[nl].f32act = 1;
+			}
 			nl++;
 		}
 	}

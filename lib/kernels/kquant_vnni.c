@@ -1,0 +1,119 @@
+/* kquant_vnni: the K-quant int8-activation kernel (AVX-512 VNNI), in the
+ * order of lib/kernels/kquant.h, lanes = the 16 rows of a tile.
+ *
+ * Per block of 32 columns, the 4 nibble vectors of the record give 8
+ * vectors of codes (16 rows x 4 columns each), the planes' byte masks add
+ * the fifth and sixth bits, and one vpdpbusd per vector multiplies them
+ * (unsigned) by the 4 activation codes of that group broadcast (signed).
+ * The codes are unpacked once per block and reused by up to KQ_T inputs. */
+#include "kernels/kquant.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define KQ_T 4   /* inputs per pass over a tile */
+
+static inline __m512 widen_u8(const unsigned char *p)
+{
+	return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+static inline __m512 widen_i8(const unsigned char *p)
+{
+	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+/* Rows `rows` (a mask of the tile's lanes) of tile `tile` for T <= KQ_T
+ * inputs. q6: Q6_K; planes: bits - 4. */
+static inline __attribute__((always_inline)) void
+tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
+	  const struct q8act *a, const int *hs, int T, const int q6, const int planes)
+{
+	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
+	int nsb = w->cols / KQ_SB, nh = w->cols / 16;
+	const __m512i lo4 = _mm512_set1_epi8(15);
+	__m512 acc[KQ_T];
+	for (int t = 0; t < KQ_T; t++)
+		acc[t] = _mm512_setzero_ps();
+	for (int s = 0; s < nsb; s++) {
+		const unsigned char *rec = kq_rec(w, tile, s);
+		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
+		const unsigned char *pl = rec + kq_off_plane(type);
+		__m512 d = _mm512_loadu_ps((const float *)(rec + KQ_OFF_D));
+		__m512 dmin = q6 ? d : _mm512_loadu_ps((const float *)(rec + KQ_OFF_DMIN));
+		for (int kk = 0; kk < 8; kk++) {
+			int k = 8 * s + kk;
+			__m512i v[8];
+			for (int j = 0; j < 4; j++) {
+				__m512i x = _mm512_loadu_si512(nib + 256 * kk + 64 * j);
+				v[j] = _mm512_and_si512(x, lo4);
+				v[j + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), lo4);
+			}
+			for (int p = 0; p < planes; p++) {
+				const __m512i add = _mm512_set1_epi8((char)(16 << p));
+				for (int g = 0; g < 8; g++) {
+					uint64_t m;
+					memcpy(&m, pl + KQ_PLANE_BYTES * p + 64 * kk + 8 * g, 8);
+					v[g] = _mm512_mask_add_epi8(v[g], (__mmask64)m, v[g], add);
+				}
+			}
+			__m512 ds0, ds1, dm;
+			if (q6) {
+				ds0 = _mm512_mul_ps(d, widen_i8(sc + 16 * (2 * kk)));
+				ds1 = _mm512_mul_ps(d, widen_i8(sc + 16 * (2 * kk + 1)));
+				dm = ds1;
+			} else {
+				ds0 = _mm512_mul_ps(d, widen_u8(sc + 16 * kk));
+				dm = _mm512_mul_ps(dmin, widen_u8(rec + KQ_OFF_M + 16 * kk));
+				ds1 = dm;
+			}
+			for (int t = 0; t < T; t++) {
+				const int8_t *aq = a[t].q + 32 * k;
+				const int *h = hs + t * nh + 2 * k;
+				__m512 as = _mm512_set1_ps(a[t].scales[k]);
+				__m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+				for (int g = 0; g < 4; g++)
+					i0 = _mm512_dpbusd_epi32(i0, v[g], _mm512_set1_epi32(kq_group4(aq + 4 * g)));
+				for (int g = 4; g < 8; g++)
+					i1 = _mm512_dpbusd_epi32(i1, v[g], _mm512_set1_epi32(kq_group4(aq + 4 * g)));
+				if (q6) {
+					i0 = _mm512_sub_epi32(i0, _mm512_set1_epi32(32 * h[0]));
+					i1 = _mm512_sub_epi32(i1, _mm512_set1_epi32(32 * h[1]));
+					acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0), _mm512_mul_ps(ds0, as), acc[t]);
+					acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1), _mm512_mul_ps(ds1, as), acc[t]);
+				} else {
+					__m512i i = _mm512_add_epi32(i0, i1);
+					acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(ds0, as), acc[t]);
+					acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(-(float)(h[0] + h[1])),
+								 _mm512_mul_ps(dm, as), acc[t]);
+				}
+			}
+		}
+	}
+	for (int t = 0; t < T; t++)
+		_mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy + (size_t)tile * KQ_TILE, rows, acc[t]);
+}
+
+static void tiles(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		  const struct q8act *a, const int *hs, int T, const int q6, const int planes)
+{
+	int nh = w->cols / 16;
+	for (int tile = r0 / KQ_TILE; tile * KQ_TILE < r1; tile++) {
+		int lo = tile * KQ_TILE, from = r0 > lo ? r0 - lo : 0;
+		int to = r1 < lo + KQ_TILE ? r1 - lo : KQ_TILE;
+		__mmask16 rows = (__mmask16)(((1u << to) - 1) & ~((1u << from) - 1));
+		for (int t = 0; t < T; t += KQ_T)
+			tile_pass(w, tile, rows, y + (size_t)t * (size_t)ldy, ldy, a + t,
+				  hs + (size_t)t * (size_t)nh, T - t < KQ_T ? T - t : KQ_T, q6, planes);
+	}
+}
+
+void kq_q8a_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
+		 const struct q8act *a, const int *hs, int T)
+{
+	switch (w->type) {
+	case WT_Q4K: tiles(w, y, ldy, r0, r1, a, hs, T, 0, 0); return;
+	case WT_Q5K: tiles(w, y, ldy, r0, r1, a, hs, T, 0, 1); return;
+	default: tiles(w, y, ldy, r0, r1, a, hs, T, 1, 2); return;
+	}
+}
