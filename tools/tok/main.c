@@ -21,6 +21,7 @@
 #include "core/path.h"
 #include "core/slurp.h"
 #include "format/modelpath.h"
+#include "text/stoptext.h"
 #include "text/tokenizer.h"
 #include "format/modelfile.h"
 #include "format/qfile.h"
@@ -281,64 +282,40 @@ static int cmd_encode(const struct opts *o)
  * it is written and tok exits, which closes its input: in a pipeline the
  * sampler upstream sees its stdout closed and stops, and so does forward. */
 
-static struct {
-	const char *const *stops;
-	int n;
-	unsigned char *held;  /* bytes not written yet (a stop string may begin there) */
-	size_t n_held, cap;
-	int last;             /* the last byte written; -1 none */
-} out = { .last = -1 };
+static struct stoptext stop;
+static int last_byte = -1;  /* the last byte written; -1 none */
 
-static void put_out(const unsigned char *b, size_t n)
+static void put_out(const char *b, size_t n)
 {
 	if (n && fwrite(b, 1, n, stdout) != n)
 		cli_exit(EXIT_FAIL);
 	if (n)
-		out.last = b[n - 1];
+		last_byte = (unsigned char)b[n - 1];
 }
 
 /* The end of decode's output: on a terminal, the text ends with a newline
  * so that the shell's prompt starts on a line of its own. */
 static _Noreturn void decode_done(void)
 {
-	if (isatty(STDOUT_FILENO) && out.last >= 0 && out.last != '\n')
-		put_out((const unsigned char *)"\n", 1);
+	if (isatty(STDOUT_FILENO) && last_byte >= 0 && last_byte != '\n')
+		put_out("\n", 1);
 	cli_exit(EXIT_OK);
 }
 
-static void emit_text(const unsigned char *b, size_t n)
+/* Text through the stop strings (lib/text/stoptext.h); at the first one,
+ * the text before it and the end. */
+static void emit_text(const unsigned char *b, size_t n, int end)
 {
-	if (!out.n) {
-		put_out(b, n);
-		return;
-	}
-	if (out.n_held + n > out.cap) {
-		out.cap = 2 * (out.n_held + n);
-		if (!(out.held = realloc(out.held, out.cap)))
-			cli_die("out of memory");
-	}
-	memcpy(out.held + out.n_held, b, n);
-	out.n_held += n;
-	size_t cut = out.n_held, keep = 0;
-	for (int i = 0; i < out.n; i++) {
-		size_t len = strlen(out.stops[i]);
-		const unsigned char *at = memmem(out.held, out.n_held, out.stops[i], len);
-		if (at && (size_t)(at - out.held) < cut)
-			cut = (size_t)(at - out.held);
-		/* the longest end of the text that begins this stop string */
-		for (size_t k = len - 1 < out.n_held ? len - 1 : out.n_held; k > keep; k--)
-			if (!memcmp(out.held + out.n_held - k, out.stops[i], k)) {
-				keep = k;
-				break;
-			}
-	}
-	if (cut < out.n_held) {
-		put_out(out.held, cut);
+	struct sbuf text = { 0 };
+	int stopped = stoptext_push(&stop, b, n, &text);
+	if (end)
+		stoptext_flush(&stop, &text);
+	if (text.oom || stop.held.oom)
+		cli_die("out of memory");
+	put_out(text.p, text.n);
+	free(text.p);
+	if (stopped)
 		decode_done();
-	}
-	put_out(out.held, out.n_held - keep);
-	memmove(out.held, out.held + out.n_held - keep, keep);
-	out.n_held = keep;
 }
 
 /* Decodes one id (text in tok[0..n)), writing its bytes through the
@@ -370,7 +347,7 @@ static void decode_one(const struct tokenizer *t, const struct opts *o, const ch
 	while (len > 0) { /* tokens are short; a long one goes in chunks */
 		size_t k = len < sizeof text - 3 ? len : sizeof text - 3;
 		size_t m = utf8_hold_push(h, b, k, text);
-		emit_text(text, m);
+		emit_text(text, m, 0);
 		b += k;
 		len -= k;
 	}
@@ -422,8 +399,8 @@ static void decode_fd(const struct tokenizer *t, const struct opts *o, int fd,
 
 static int cmd_decode(const struct opts *o)
 {
-	out.stops = o->stops;
-	out.n = o->n_stops;
+	stop.stops = o->stops;
+	stop.n = o->n_stops;
 	struct tokenizer *t = load(o);
 	struct utf8_hold h = { 0 };
 	static char *dash[] = { "-" };
@@ -440,8 +417,7 @@ static int cmd_decode(const struct opts *o)
 	}
 	unsigned char rest[4];
 	size_t m = utf8_hold_flush(&h, rest);
-	emit_text(rest, m);
-	put_out(out.held, out.n_held);  /* no stop string came */
+	emit_text(rest, m, 1);  /* no stop string came: what is held, too */
 	tok_free(t);
 	decode_done();
 }
