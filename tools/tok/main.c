@@ -15,15 +15,12 @@
 #define _GNU_SOURCE  /* memmem */
 #include "text/chat.h"
 #include "cli/cli.h"
-#include "format/gguf.h"
-#include "format/gguf_arch.h"
 #include "cli/datadir.h"
 #include "core/path.h"
 #include "core/slurp.h"
-#include "format/modelpath.h"
 #include "text/stoptext.h"
 #include "text/tokenizer.h"
-#include "format/modelfile.h"
+#include "text/tokmodel.h"
 #include "format/qfile.h"
 #include "core/utf8.h"
 
@@ -100,50 +97,11 @@ static char *default_tokenizer(void)
 	return (char *)datadir_find(BUNDLED, path, sizeof path);
 }
 
-/* The tokenizer of a GGUF file, from its arrays (lib/core/vocab.h). */
-static struct tokenizer *load_gguf(const char *path, struct err *e)
-{
-	struct gguf_file f;
-	struct bpe_vocab v;
-	if (gguf_open(&f, path, e) < 0)
-		return NULL;
-	struct tokenizer *t = NULL;
-	if (gguf_vocab(&f, path, &v, e) == 0) {
-		t = tok_from_vocab(&v, path, e);
-		bpe_vocab_free(&v);
-	}
-	gguf_close(&f);
-	return t;
-}
-
-/* The chat template of the tokenizer at path must be the one we render:
- * a GGUF file's tokenizer.chat_template, else the tokenizer_config.json
- * beside the tokenizer.json. */
+/* The chat template of the tokenizer at path must be the one we render. */
 static void check_template(const char *tp)
 {
 	struct err e;
-	if (gguf_sniff(tp)) {
-		struct gguf_file f;
-		const char *s;
-		uint64_t n;
-		int rc = gguf_open(&f, tp, &e) < 0 ? -1 :
-			 gguf_get_str(&f, "tokenizer.chat_template", &s, &n, tp, &e);
-		if (rc == 1)
-			err_set(&e, "%s: key 'tokenizer.chat_template': missing", tp);
-		else if (rc == 0)
-			rc = chat_check_template(s, (size_t)n, tp, &e);
-		if (rc >= 0)
-			gguf_close(&f);
-		if (rc != 0)
-			cli_die_err(&e);
-		return;
-	}
-	size_t dl = strlen(tp);
-	while (dl > 0 && tp[dl - 1] != '/')
-		dl--;
-	char config[PATH_MAX + 32];
-	snprintf(config, sizeof config, "%.*stokenizer_config.json", (int)dl, tp);
-	if (chat_check(config, &e) < 0)
+	if (tokmodel_check_template(tp, &e) < 0)
 		cli_die_err(&e);
 }
 
@@ -170,17 +128,7 @@ static const char *tokenizer_path(const struct opts *o)
 static struct tokenizer *load(const struct opts *o)
 {
 	struct err e;
-	const char *path = tokenizer_path(o);
-	struct tokenizer *t;
-	if (gguf_sniff(path)) {
-		t = load_gguf(path, &e);
-	} else {
-		struct model_file f;
-		if (model_file_open(&f, path, "tokenizer.json", &e) < 0)
-			cli_die_err(&e);
-		t = tok_parse(f.data, f.size, f.name, &e);
-		model_file_close(&f);
-	}
+	struct tokenizer *t = tokmodel_load(tokenizer_path(o), &e);
 	if (!t)
 		cli_die_err(&e);
 	return t;
