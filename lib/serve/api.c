@@ -189,7 +189,8 @@ int api_parse(struct api_req *r, enum api_kind kind, const char *body, size_t n,
 	}
 	if (unsupported(j, param, e) < 0)
 		goto out;
-	if (get_bool(j, "stream", &r->stream, param, e) < 0)
+	if (get_bool(j, "stream", &r->stream, param, e) < 0 ||
+	    get_bool(j, "ignore_eos", &r->ignore_eos, param, e) < 0)
 		goto out;
 	if ((v = field(j, "stream_options"))) {
 		if (!cJSON_IsObject(v)) {
@@ -450,6 +451,8 @@ static int step(struct api_gen *g, struct slot_token *tk, struct sbuf *text, str
 	int r = slot_next(g->sl, tk, e);
 	if (r < 0)
 		return -1;
+	if (g->r->ignore_eos)
+		tk->eos = 0;
 	if (r == 0) {
 		tk->id = -1;
 		g->finish = "length";  /* forward ended the stream: the context is full */

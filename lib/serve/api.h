@@ -10,7 +10,7 @@
  *                              max_completion_tokens), temperature, top_p,
  *                              top_k, min_p, repeat_penalty, seed, stop
  *                              (a string or an array), logprobs,
- *                              top_logprobs
+ *                              top_logprobs, and llama-server's ignore_eos
  *   POST /v1/completions       prompt (a string) and the same fields,
  *                              logprobs an integer there
  *
@@ -57,6 +57,7 @@ struct api_limits {
 struct api_req {
 	enum api_kind kind;
 	int stream, include_usage;
+	int ignore_eos;        /* llama-server's: go on past the end of sequence */
 	long max_tokens;
 	struct slot_params sp;
 	int has_seed;

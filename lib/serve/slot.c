@@ -248,7 +248,7 @@ int slot_next(struct slot *sl, struct slot_token *t, struct err *e)
 		int k = t->n_top - 1;
 		if (k > SLOT_MAX_TOP)
 			k = SLOT_MAX_TOP;
-		t->logprob = sl->fr.logits[id] - lse;
+		t->logprob = (float)(sl->fr.logits[id] - lse);  /* as the top ones */
 		sampler_top(sl->s, sl->fr.logits, k, t->top);
 		for (int i = 0; i < k; i++)
 			t->top[i].x = (float)(t->top[i].x - lse);

@@ -77,3 +77,13 @@ void slots_release(struct slots *ss, struct slot *sl)
 	pthread_cond_signal(&ss->freed);
 	pthread_mutex_unlock(&ss->mu);
 }
+
+void slots_count(struct slots *ss, int *busy, int *waiting)
+{
+	pthread_mutex_lock(&ss->mu);
+	*busy = 0;
+	for (int i = 0; i < ss->n; i++)
+		*busy += ss->busy[i];
+	*waiting = ss->waiting;
+	pthread_mutex_unlock(&ss->mu);
+}

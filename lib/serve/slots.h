@@ -32,4 +32,7 @@ void slots_free(struct slots *ss);
 struct slot *slots_acquire(struct slots *ss, const int32_t *ids, int n);
 void slots_release(struct slots *ss, struct slot *sl);
 
+/* How many slots are busy and how many requests wait, now. */
+void slots_count(struct slots *ss, int *busy, int *waiting);
+
 #endif

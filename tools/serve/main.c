@@ -63,7 +63,8 @@ static const struct cli_opt opts[] = {
 	{ OPT_MAX_TOKENS, "max-tokens", "N", "the largest max_tokens a request may ask (default\n"
 	  "4096)" },
 	{ 'n', "n-predict|predict", "N", "tokens per answer when a request does not say\n"
-	  "(default 200, as scripts/generate)" },
+	  "(default 200, as scripts/generate, or --max-tokens\n"
+	  "if less)" },
 	{ OPT_TIMEOUT, "timeout", "S", "close a connection idle for S seconds: a client\n"
 	  "that stops sending its request or reading its\n"
 	  "answer (default 60)" },
@@ -134,7 +135,7 @@ static void parse_args(int argc, char **argv)
 {
 	const char *v, *key_file = NULL;
 	char *fwd_flags[12];
-	int n_fwd = 0, c;
+	int n_fwd = 0, n_given = 0, c;
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
 		case OPT_HOST: S.host = v; break;
@@ -148,7 +149,8 @@ static void parse_args(int argc, char **argv)
 			S.lim.max_messages = cli_flag_long("--max-messages", v, 1, 1 << 20); break;
 		case OPT_MAX_TOKENS:
 			S.lim.max_tokens = cli_flag_long("--max-tokens", v, 0, INT32_MAX); break;
-		case 'n': S.lim.default_tokens = cli_flag_long("--n-predict", v, 0, INT32_MAX); break;
+		case 'n': S.lim.default_tokens = cli_flag_long("--n-predict", v, 0, INT32_MAX);
+			n_given = 1; break;
 		case OPT_TIMEOUT: S.timeout = cli_flag_long("--timeout", v, 1, 86400); break;
 		case OPT_ALIAS: S.alias = v; break;
 		case 't': cli_flag_long("--threads", v, 1, 1024);
@@ -177,6 +179,8 @@ static void parse_args(int argc, char **argv)
 		cli_die_usage(optind == argc ? "expected a model" : "unexpected argument '%s'",
 			      argv[optind + 1 < argc ? optind + 1 : optind]);
 	S.model = argv[optind];
+	if (!n_given && S.lim.default_tokens > S.lim.max_tokens)
+		S.lim.default_tokens = S.lim.max_tokens;
 	if (S.lim.default_tokens > S.lim.max_tokens)
 		cli_die_usage("--n-predict %ld is more than --max-tokens %ld",
 			      S.lim.default_tokens, S.lim.max_tokens);
@@ -274,6 +278,19 @@ static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status,
 	if (S.verbose || status >= 500)
 		fprintf(stderr, "serve: %u: %s\n", status, msg);
 	return send_text(con, status, "application/json", api_error_json(msg, type, param));
+}
+
+/* {"status": "ok", "slots_idle", "slots_processing", "requests_waiting"},
+ * as llama-server's /health said. */
+static enum MHD_Result send_health(struct MHD_Connection *con)
+{
+	int busy, waiting;
+	slots_count(&S.slots, &busy, &waiting);
+	char *b = malloc(128);
+	if (b)
+		snprintf(b, 128, "{\"status\":\"ok\",\"slots_idle\":%d,\"slots_processing\":%d,"
+			 "\"requests_waiting\":%d}", S.slots.n - busy, busy, waiting);
+	return send_text(con, MHD_HTTP_OK, "application/json", b);
 }
 
 /* One connection's request. */
@@ -425,8 +442,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
 		*con_cls = c;
 		int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
 		if (!strcmp(url, "/health"))
-			return get ? send_text(con, MHD_HTTP_OK, "application/json",
-					       strdup("{\"status\":\"ok\"}")) :
+			return get ? send_health(con) :
 				     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
 						"/health: use GET", NULL);
 		if (!strncmp(url, "/v1/", 4) && !authorized(con))
