@@ -337,9 +337,10 @@ wait_health() {
 	assert_line --index -1 --regexp '^finish: (stop|length)$'
 	# one chunk per token: each chunk's text is its token's
 	printf '%s\n' "${lines[@]:0:${#lines[@]}-1}" | jq -j . > "$d/text"
+	chunks=$(( ${#lines[@]} - 1 ))
 	"$GEN" --chat "$TINY" "Good morrow" --seed 11 -n 20 > "$d/want"
 	run -0 cmp "$d/want" "$d/text"
-	[ "$(( ${#lines[@]} - 1 ))" = "$(wc -l < "$d/ids")" ]
+	[ "$chunks" = "$(wc -l < "$d/ids")" ]
 }
 
 @test "serve: SIGTERM ends it and its forwards" {
