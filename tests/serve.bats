@@ -148,7 +148,7 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 }
 
 @test "serve: the bad-request catalogue, each with its status and the field named" {
-	start_serve --max-body 4096 --max-messages 4 --max-tokens 64 --ctx 64
+	start_serve --max-body 4096 --max-messages 4 --tokens-limit 64 --ctx 64
 	ok='{"role": "user", "content": "Hi"}'
 	while IFS="|" read -r want param body; do
 		run -0 post /v1/chat/completions "$body"

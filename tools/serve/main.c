@@ -60,11 +60,11 @@ static const struct cli_opt opts[] = {
 	{ OPT_MAX_BODY, "max-body", "BYTES", "the largest request body (default 1048576; 413\n"
 	  "beyond)" },
 	{ OPT_MAX_MESSAGES, "max-messages", "N", "the most messages in a chat request (default 256)" },
-	{ OPT_MAX_TOKENS, "max-tokens", "N", "the largest max_tokens a request may ask (default\n"
+	{ OPT_MAX_TOKENS, "tokens-limit", "N", "the largest max_tokens a request may ask (default\n"
 	  "4096)" },
-	{ 'n', "n-predict|predict", "N", "tokens per answer when a request does not say\n"
-	  "(default 200, as scripts/generate, or --max-tokens\n"
-	  "if less)" },
+	{ 'n', "tokens|n-predict|predict", "N", "tokens per answer when a request does not say\n"
+	  "(default 200, as scripts/generate, or\n"
+	  "--tokens-limit if less)" },
 	{ OPT_TIMEOUT, "timeout", "S", "close a connection idle for S seconds: a client\n"
 	  "that stops sending its request or reading its\n"
 	  "answer (default 60)" },
@@ -148,8 +148,8 @@ static void parse_args(int argc, char **argv)
 		case OPT_MAX_MESSAGES:
 			S.lim.max_messages = cli_flag_long("--max-messages", v, 1, 1 << 20); break;
 		case OPT_MAX_TOKENS:
-			S.lim.max_tokens = cli_flag_long("--max-tokens", v, 0, INT32_MAX); break;
-		case 'n': S.lim.default_tokens = cli_flag_long("--n-predict", v, 0, INT32_MAX);
+			S.lim.max_tokens = cli_flag_long("--tokens-limit", v, 0, INT32_MAX); break;
+		case 'n': S.lim.default_tokens = cli_flag_long("--tokens", v, 0, INT32_MAX);
 			n_given = 1; break;
 		case OPT_TIMEOUT: S.timeout = cli_flag_long("--timeout", v, 1, 86400); break;
 		case OPT_ALIAS: S.alias = v; break;
@@ -182,7 +182,7 @@ static void parse_args(int argc, char **argv)
 	if (!n_given && S.lim.default_tokens > S.lim.max_tokens)
 		S.lim.default_tokens = S.lim.max_tokens;
 	if (S.lim.default_tokens > S.lim.max_tokens)
-		cli_die_usage("--n-predict %ld is more than --max-tokens %ld",
+		cli_die_usage("--tokens %ld is more than --tokens-limit %ld",
 			      S.lim.default_tokens, S.lim.max_tokens);
 	if (key_file) {
 		if (S.key)
