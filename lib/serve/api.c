@@ -203,17 +203,18 @@ int api_parse(struct api_req *r, enum api_kind kind, const char *body, size_t n,
 	if (get_int(j, "max_tokens", 0, lim->max_tokens, &r->max_tokens, param, e) < 0 ||
 	    get_int(j, "max_completion_tokens", 0, lim->max_tokens, &r->max_tokens, param, e) < 0)
 		goto out;
-	struct slot_params *p = &r->sp;
-	long seed = -1;
+	struct sampler_params *p = &r->sp.over;
+	long seed = -1, top_k = p->top_k;
 	if (get_num(j, "temperature", 0, 100, &p->temperature, param, e) < 0 ||
 	    get_num(j, "top_p", 0, 1, &p->top_p, param, e) < 0 ||
 	    get_num(j, "min_p", 0, 1, &p->min_p, param, e) < 0 ||
 	    get_num(j, "repeat_penalty", 0.001, 1000, &p->repetition_penalty, param, e) < 0 ||
-	    get_int(j, "top_k", 0, INT32_MAX, &p->top_k, param, e) < 0 ||
+	    get_int(j, "top_k", 0, INT32_MAX, &top_k, param, e) < 0 ||
 	    get_int(j, "seed", 0, INT64_MAX, &seed, param, e) < 0)
 		goto out;
+	p->top_k = (int)top_k;
 	if (seed >= 0) {
-		p->seed = (uint64_t)seed;
+		r->sp.seed = (uint64_t)seed;
 		r->has_seed = 1;
 	}
 	if (get_stops(r, j, lim, param, e) < 0)

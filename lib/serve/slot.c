@@ -150,33 +150,6 @@ static int hist_push(struct slot *sl, int32_t id)
 	return 0;
 }
 
-/* The stream header's parameters, overridden by those given. */
-static int params(struct slot *sl, const struct slot_params *q, struct err *e)
-{
-	const struct stream_header *h = &sl->h;
-	struct sampler_params p = {
-		.temperature = sampler_f32_decimal(h->temperature),
-		.top_k = h->top_k,
-		.top_p = sampler_f32_decimal(h->top_p),
-		.min_p = sampler_f32_decimal(h->min_p),
-		.repetition_penalty = sampler_f32_decimal(h->repetition_penalty),
-	};
-	if (sampler_params_check(&p, e) < 0)
-		return err_prefix(e, "forward's stream header");
-	if (!isnan(q->temperature))
-		p.temperature = q->temperature;
-	if (q->top_k >= 0)
-		p.top_k = (int)q->top_k;
-	if (!isnan(q->top_p))
-		p.top_p = q->top_p;
-	if (!isnan(q->min_p))
-		p.min_p = q->min_p;
-	if (!isnan(q->repetition_penalty))
-		p.repetition_penalty = q->repetition_penalty;
-	sl->p = p;
-	return 0;
-}
-
 int slot_begin(struct slot *sl, const int32_t *ids, int n, const struct slot_params *q,
 	       struct err *e)
 {
@@ -210,8 +183,11 @@ int slot_begin(struct slot *sl, const int32_t *ids, int n, const struct slot_par
 	}
 	if (!sl->s && !(sl->s = sampler_new((int)sl->h.n_vocab, e)))
 		return -1;
-	if (params(sl, q, e) < 0)
-		return -1;
+	const struct stream_header *h = &sl->h;
+	if (sampler_params_f32(&sl->p, h->temperature, h->top_k, h->top_p, h->min_p,
+			       h->repetition_penalty, e) < 0)
+		return err_prefix(e, "forward's stream header");
+	sampler_params_override(&sl->p, &q->over);
 	sl->fifo = feedback_open_writer(sl->h.fifo_path, e);
 	if (sl->fifo < 0)
 		return restart(sl, e);

@@ -63,11 +63,11 @@ struct slot {
 	uint32_t computed;   /* slot_end: positions computed for the generation */
 };
 
-/* The sampling of one generation. Parameters not given (NAN, or top_k -1)
- * are the stream header's (the model's generation_config.json). */
+/* The sampling of one generation: the stream header's parameters (the
+ * model's generation_config.json) with those over sets in their place
+ * (sampler_params_override), and the seed. */
 struct slot_params {
-	double temperature, top_p, min_p, repetition_penalty;
-	long top_k;
+	struct sampler_params over;
 	uint64_t seed;
 };
 

@@ -116,8 +116,8 @@ static struct {
 	.host = "127.0.0.1", .port = 8080, .parallel = 1, .queue = 16, .max_body = 1 << 20,
 	.timeout = 60,
 	.lim = { .max_tokens = 4096, .default_tokens = 200, .max_messages = 256, .max_stops = 16,
-		 .defaults = { .temperature = NAN, .top_p = NAN, .min_p = NAN,
-			       .repetition_penalty = NAN, .top_k = -1 } },
+		 .defaults = { .over = { .temperature = NAN, .top_p = NAN, .min_p = NAN,
+					 .repetition_penalty = NAN, .top_k = -1 } } },
 	.tok_mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -161,14 +161,14 @@ static void parse_args(int argc, char **argv)
 		case OPT_MMAP: fwd_flags[n_fwd++] = "--mmap"; break;
 		case OPT_ACT8: fwd_flags[n_fwd++] = "--int8-activations"; break;
 		case OPT_B16ACT: fwd_flags[n_fwd++] = "--bf16-activations"; break;
-		case OPT_GREEDY: S.lim.defaults.temperature = 0; break;
+		case OPT_GREEDY: S.lim.defaults.over.temperature = 0; break;
 		case OPT_TEMP:
-			S.lim.defaults.temperature = cli_flag_double("--temperature", v, 0, 100); break;
-		case 'k': S.lim.defaults.top_k = cli_flag_long("--top-k", v, 0, INT32_MAX); break;
-		case OPT_TOP_P: S.lim.defaults.top_p = cli_flag_double("--top-p", v, 0, 1); break;
-		case OPT_MIN_P: S.lim.defaults.min_p = cli_flag_double("--min-p", v, 0, 1); break;
+			S.lim.defaults.over.temperature = cli_flag_double("--temperature", v, 0, 100); break;
+		case 'k': S.lim.defaults.over.top_k = (int)cli_flag_long("--top-k", v, 0, INT32_MAX); break;
+		case OPT_TOP_P: S.lim.defaults.over.top_p = cli_flag_double("--top-p", v, 0, 1); break;
+		case OPT_MIN_P: S.lim.defaults.over.min_p = cli_flag_double("--min-p", v, 0, 1); break;
 		case OPT_PENALTY:
-			S.lim.defaults.repetition_penalty =
+			S.lim.defaults.over.repetition_penalty =
 				cli_flag_double("--repeat-penalty", v, 0.001, 1000); break;
 		case 'v': S.verbose = 1; break;
 		}
