@@ -343,13 +343,19 @@ wait_health() {
 	[ "$chunks" = "$(wc -l < "$d/ids")" ]
 }
 
-@test "serve: SIGTERM ends it and its forwards" {
-	start_serve --parallel 2
-	kids=$(pgrep -P "$SERVE_PID" | wc -l)
-	[ "$kids" = 2 ]
+@test "serve: SIGTERM ends it and its forwards, also with a request in flight and one waiting" {
+	start_serve --parallel 1
+	kids=$(pgrep -P "$SERVE_PID")
+	[ "$(wc -w <<<"$kids")" = 1 ]
+	curl -sN --max-time 60 "$URL/v1/completions" -d '{"prompt": "A", "max_tokens": 4000, "ignore_eos": true, "stream": true}' > /dev/null 3>&- &
+	wait_health slots_processing 1
+	curl -s --max-time 60 "$URL/v1/completions" -d '{"prompt": "B", "max_tokens": 1}' > /dev/null 3>&- &
+	wait_health requests_waiting 1
 	kill -TERM "$SERVE_PID"
 	st=0
 	wait "$SERVE_PID" || st=$?
 	SERVE_PID=
 	[ "$st" = 143 ]
+	run -1 kill -0 $kids
+	tmpdir_empty
 }

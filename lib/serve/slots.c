@@ -1,7 +1,10 @@
 /* slots: the contexts and the queue (slots.h). */
 #include "serve/slots.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 int slots_init(struct slots *ss, int n, int max_wait, char *const *argv, struct err *e)
 {
@@ -86,4 +89,16 @@ void slots_count(struct slots *ss, int *busy, int *waiting)
 		*busy += ss->busy[i];
 	*waiting = ss->waiting;
 	pthread_mutex_unlock(&ss->mu);
+}
+
+void slots_end(struct slots *ss)
+{
+	for (int i = 0; i < ss->n; i++) {
+		pid_t pid = ss->v[i].pid;
+		if (pid <= 0)
+			continue;
+		kill(pid, SIGTERM);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 }

@@ -27,6 +27,11 @@ struct slots {
 int slots_init(struct slots *ss, int n, int max_wait, char *const *argv, struct err *e);
 void slots_free(struct slots *ss);
 
+/* At exit, with requests perhaps in flight: ends every slot's forward
+ * (SIGTERM, which removes its FIFO) and waits for it, touching nothing
+ * else of the slots. */
+void slots_end(struct slots *ss);
+
 /* A free slot for the prompt ids[0..n), waiting in the queue if none is
  * free; NULL when the queue is full. */
 struct slot *slots_acquire(struct slots *ss, const int32_t *ids, int n);

@@ -559,11 +559,13 @@ int main(int argc, char **argv)
 	fprintf(stderr, "serve: %s on http://%s%s%s:%u/v1 (%ld slot%s of %u positions)\n",
 		S.alias, v6 ? "[" : "", S.host, v6 ? "]" : "", info ? info->port : 0,
 		S.parallel, S.parallel == 1 ? "" : "s", S.slots.v[0].ctx);
+	/* At the signal: no more connections, the forwards ended, and out. A
+	 * request waiting for a slot or in the middle of an answer is cut
+	 * off (its connection closes with the process). */
 	int sig;
 	sigwait(&stop, &sig);
-	MHD_stop_daemon(d);
-	slots_free(&S.slots);
-	tok_free(S.tok);
+	MHD_quiesce_daemon(d);
+	slots_end(&S.slots);
 	fflush(stdout);
 	_exit(128 + sig);
 }
