@@ -60,6 +60,11 @@ static int spawn(struct slot *sl, struct err *e)
 		return err_set(e, "fork: %s", strerror(errno));
 	}
 	if (pid == 0) {
+		/* forward starts with the default signal handling, whatever
+		 * the server blocks or ignores (an exec keeps the mask) */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
 			_exit(127);

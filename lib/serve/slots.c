@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int slots_init(struct slots *ss, int n, int max_wait, char *const *argv, struct err *e)
 {
@@ -98,7 +99,11 @@ void slots_end(struct slots *ss)
 		if (pid <= 0)
 			continue;
 		kill(pid, SIGTERM);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		/* 2 s to end (and remove its FIFO), then SIGKILL */
+		for (int t = 0; t < 200 && waitpid(pid, NULL, WNOHANG) == 0; t++)
+			usleep(10000);
+		if (kill(pid, SIGKILL) == 0)
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
 	}
 }

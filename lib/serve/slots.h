@@ -28,8 +28,8 @@ int slots_init(struct slots *ss, int n, int max_wait, char *const *argv, struct 
 void slots_free(struct slots *ss);
 
 /* At exit, with requests perhaps in flight: ends every slot's forward
- * (SIGTERM, which removes its FIFO) and waits for it, touching nothing
- * else of the slots. */
+ * (SIGTERM, which removes its FIFO; SIGKILL after 2 s) and waits for it,
+ * touching nothing else of the slots. */
 void slots_end(struct slots *ss);
 
 /* A free slot for the prompt ids[0..n), waiting in the queue if none is
