@@ -46,6 +46,8 @@ LDLIBS  += -lcjson -lutf8proc -lm -pthread
 # OpenBLAS is the bench harness's reference to beat, never the engine's:
 # only bin/bench and bench/*.c link it (tests/link.bats checks the rest).
 BLAS_LIBS := -lopenblas
+# libmicrohttpd is serve's HTTP, linked by bin/serve alone.
+HTTP_LIBS := -lmicrohttpd
 
 LIB_SRC   := $(wildcard lib/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -91,6 +93,7 @@ $(HARN_A): $(HARN_OBJ)
 
 $(BIN)/bench: $(HARN_A)
 $(BIN)/bench: LDLIBS += $(BLAS_LIBS)
+$(BIN)/serve: LDLIBS += $(HTTP_LIBS)
 
 # (No % inside the secondary expansion: make would replace it with the stem.)
 .SECONDEXPANSION:

@@ -10,7 +10,7 @@ setup() {
 	load_assert
 }
 
-TOOLS=(bench forward ppl quantize sample st-inspect tok)
+TOOLS=(bench forward ppl quantize sample serve st-inspect tok)
 SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-check viz)
 
 @test "--version: 'NAME (qwenpipe) VERSION' from the VERSION file, for every tool and script" {
@@ -127,7 +127,7 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 		run -0 diff -u "$f" <("$exe" --help)
 		n=$((n + 1))
 	done
-	[ "$n" -ge 7 ]  # the seven tools at least
+	[ "$n" -ge 8 ]  # the eight tools at least
 }
 
 @test "make install: tools, scripts beside them, man pages, data; generate runs from there" {

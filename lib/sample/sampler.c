@@ -90,6 +90,36 @@ static int check_range(const char *name, double v, double lo, double hi,
 	return 0;
 }
 
+int sampler_params_f32(struct sampler_params *p, float temperature, int top_k, float top_p,
+		       float min_p, float repetition_penalty,
+		       const struct sampler_params *over, struct err *e)
+{
+	*p = (struct sampler_params){
+		.temperature = sampler_f32_decimal(temperature),
+		.top_k = top_k,
+		.top_p = sampler_f32_decimal(top_p),
+		.min_p = sampler_f32_decimal(min_p),
+		.repetition_penalty = sampler_f32_decimal(repetition_penalty),
+	};
+	if (over)
+		sampler_params_override(p, over);
+	return sampler_params_check(p, e);
+}
+
+void sampler_params_override(struct sampler_params *p, const struct sampler_params *over)
+{
+	if (!isnan(over->temperature))
+		p->temperature = over->temperature;
+	if (over->top_k >= 0)
+		p->top_k = over->top_k;
+	if (!isnan(over->top_p))
+		p->top_p = over->top_p;
+	if (!isnan(over->min_p))
+		p->min_p = over->min_p;
+	if (!isnan(over->repetition_penalty))
+		p->repetition_penalty = over->repetition_penalty;
+}
+
 int sampler_params_check(const struct sampler_params *p, struct err *e)
 {
 	/* The chain computes in float32: a value that is not a finite float

@@ -84,6 +84,19 @@ int sampler_n_context(const struct sampler *s);
  * and top-p's 1 - top_p is computed in double. */
 double sampler_f32_decimal(float f);
 
+/* The parameters a logits stream header carries (float32 fields,
+ * lib/format/stream.h), each read as the decimal it was meant to be
+ * (sampler_f32_decimal), into *p; then each field that over sets replaces
+ * it (sampler_params_override; over may be NULL), so a flag wins over a
+ * bad header value, and what results is checked (sampler_params_check). */
+int sampler_params_f32(struct sampler_params *p, float temperature, int top_k, float top_p,
+		       float min_p, float repetition_penalty,
+		       const struct sampler_params *over, struct err *e);
+
+/* Replaces each field of p that over sets: not NAN, top_k >= 0 (a
+ * caller's flags or a request's fields over the model's defaults). */
+void sampler_params_override(struct sampler_params *p, const struct sampler_params *over);
+
 /* Checks ranges: temperature >= 0, top_k >= 0, top_p and min_p in [0, 1],
  * repetition penalty > 0, all finite. e names the parameter:
  * "top_p: 1.5 is out of range [0, 1]". */

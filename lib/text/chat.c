@@ -66,6 +66,13 @@ int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count
 	cJSON *j;
 	if (json_parse_text(&j, json, n, NULL, e) < 0)
 		return -1;
+	int rc = chat_from_json(j, msgs, count, e);
+	cJSON_Delete(j);
+	return rc;
+}
+
+int chat_from_json(const cJSON *j, struct chat_msg **msgs, size_t *count, struct err *e)
+{
 	int rc = -1;
 	size_t k = 0, cap = (size_t)cJSON_GetArraySize(j);
 	struct chat_msg *m = calloc(cap ? cap : 1, sizeof *m);
@@ -112,7 +119,6 @@ int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count
 	}
 	rc = 0;
 out:
-	cJSON_Delete(j);
 	if (rc < 0) {
 		chat_free(m, k);
 		return -1;

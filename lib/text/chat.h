@@ -21,6 +21,8 @@
 
 #include <stddef.h>
 
+#include <cJSON.h>
+
 #include "core/err.h"
 
 struct chat_msg {
@@ -41,6 +43,9 @@ int chat_check_template(const char *t, size_t n, const char *name, struct err *e
  * the message: "messages[2]: content is not a string". */
 int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count,
 	       struct err *e);
+
+/* The same from a parsed array j (a request's "messages"). */
+int chat_from_json(const cJSON *j, struct chat_msg **msgs, size_t *count, struct err *e);
 
 void chat_free(struct chat_msg *msgs, size_t count);
 

@@ -182,4 +182,10 @@ jq -c '.messages' tests/golden/chat-template.jsonl | awk '{ print > ("'"$corpus"
 printf '[{"role": "tool", "content": "42"}, {"role": "tool", "content": "x"}]' >"$corpus/chat/tools.json"
 printf '[{"role": "user", "content": "a", "tool_calls": [{"f": 1}]}]' >"$corpus/chat/tool-calls.json"
 
+# ---- api: serve's request bodies ----
+mkdir -p "$corpus/api"
+printf '{"messages": [{"role": "user", "content": "Hi"}], "stream": true, "seed": 1, "max_tokens": 8, "stop": ["a", "b"], "logprobs": true, "top_logprobs": 2}' >"$corpus/api/chat.json"
+printf '{"prompt": "ROMEO:", "logprobs": 2, "temperature": 0.5, "top_k": 3, "stop": "x"}' >"$corpus/api/completion.json"
+printf '{"messages": [{"role": "user", "content": "Hi"}], "tools": [{}], "n": 2}' >"$corpus/api/refused.json"
+
 echo "make-corpus: $(find "$corpus" -type f | wc -l) seeds, $(du -sh "$corpus" | cut -f1)" >&2

@@ -97,11 +97,8 @@ static const struct cli_spec spec = {
 };
 
 /* Flags; NAN or -1 means "the stream header's value". */
-static double opt_temperature = NAN;  /* --temperature */
-static long opt_top_k = -1;           /* --top-k */
-static double opt_top_p = NAN;        /* --top-p */
-static double opt_min_p = NAN;        /* --min-p */
-static double opt_penalty = NAN;      /* --repeat-penalty */
+static struct sampler_params opt = { .temperature = NAN, .top_k = -1, .top_p = NAN,
+				     .min_p = NAN, .repetition_penalty = NAN };
 static long opt_seed = -1;            /* --seed; -1: from the system */
 static long max_tokens = -1;          /* -n; -1: no limit */
 static int ignore_eos, emit_eos, verbose;
@@ -116,12 +113,12 @@ static void parse_args(int argc, char **argv)
 	int c;
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case OPT_GREEDY: opt_temperature = 0; break;
-		case OPT_TEMP: opt_temperature = cli_flag_double("--temperature", v, 0, 100); break;
-		case 'k': opt_top_k = cli_flag_long("--top-k", v, 0, INT32_MAX); break;
-		case OPT_TOP_P: opt_top_p = cli_flag_double("--top-p", v, 0, 1); break;
-		case OPT_MIN_P: opt_min_p = cli_flag_double("--min-p", v, 0, 1); break;
-		case OPT_PENALTY: opt_penalty = cli_flag_double("--repeat-penalty", v, 0.001, 1000); break;
+		case OPT_GREEDY: opt.temperature = 0; break;
+		case OPT_TEMP: opt.temperature = cli_flag_double("--temperature", v, 0, 100); break;
+		case 'k': opt.top_k = (int)cli_flag_long("--top-k", v, 0, INT32_MAX); break;
+		case OPT_TOP_P: opt.top_p = cli_flag_double("--top-p", v, 0, 1); break;
+		case OPT_MIN_P: opt.min_p = cli_flag_double("--min-p", v, 0, 1); break;
+		case OPT_PENALTY: opt.repetition_penalty = cli_flag_double("--repeat-penalty", v, 0.001, 1000); break;
 		case 's': opt_seed = cli_flag_long("--seed", v, 0, LONG_MAX); break;
 		case 'n': max_tokens = cli_flag_long("--tokens", v, 0, LONG_MAX); break;
 		case OPT_IGNORE_EOS: ignore_eos = 1; break;
@@ -140,27 +137,12 @@ static void parse_args(int argc, char **argv)
 /* The sampling parameters: the header's, overridden by the flags. */
 static struct sampler_params params(const struct stream_header *h)
 {
-	struct sampler_params p = {
-		.temperature = sampler_f32_decimal(h->temperature),
-		.top_k = h->top_k,
-		.top_p = sampler_f32_decimal(h->top_p),
-		.min_p = sampler_f32_decimal(h->min_p),
-		.repetition_penalty = sampler_f32_decimal(h->repetition_penalty),
-	};
+	struct sampler_params p;
+	struct err e;
 	/* A flag wins over the header: only what is left of the header is
 	 * checked. */
-	if (!isnan(opt_temperature))
-		p.temperature = opt_temperature;
-	if (opt_top_k >= 0)
-		p.top_k = (int)opt_top_k;
-	if (!isnan(opt_top_p))
-		p.top_p = opt_top_p;
-	if (!isnan(opt_min_p))
-		p.min_p = opt_min_p;
-	if (!isnan(opt_penalty))
-		p.repetition_penalty = opt_penalty;
-	struct err e;
-	if (sampler_params_check(&p, &e) < 0)
+	if (sampler_params_f32(&p, h->temperature, h->top_k, h->top_p, h->min_p,
+			       h->repetition_penalty, &opt, &e) < 0)
 		cli_die("%s: logits stream header: %s", in_name, e.msg);
 	return p;
 }

@@ -18,12 +18,13 @@
 #include "format/config.h"
 #include "format/gguf.h"
 #include "format/gguf_arch.h"
+#include "format/modelfile.h"
 #include "cli/datadir.h"
 #include "core/path.h"
 #include "core/slurp.h"
-#include "format/modelpath.h"
+#include "text/stoptext.h"
 #include "text/tokenizer.h"
-#include "format/modelfile.h"
+#include "text/tokmodel.h"
 #include "format/qfile.h"
 #include "core/utf8.h"
 
@@ -100,50 +101,11 @@ static char *default_tokenizer(void)
 	return (char *)datadir_find(BUNDLED, path, sizeof path);
 }
 
-/* The tokenizer of a GGUF file, from its arrays (lib/core/vocab.h). */
-static struct tokenizer *load_gguf(const char *path, struct err *e)
-{
-	struct gguf_file f;
-	struct bpe_vocab v;
-	if (gguf_open(&f, path, e) < 0)
-		return NULL;
-	struct tokenizer *t = NULL;
-	if (gguf_vocab(&f, path, &v, e) == 0) {
-		t = tok_from_vocab(&v, path, e);
-		bpe_vocab_free(&v);
-	}
-	gguf_close(&f);
-	return t;
-}
-
-/* The chat template of the tokenizer at path must be the one we render:
- * a GGUF file's tokenizer.chat_template, else the tokenizer_config.json
- * beside the tokenizer.json. */
+/* The chat template of the tokenizer at path must be the one we render. */
 static void check_template(const char *tp)
 {
 	struct err e;
-	if (gguf_sniff(tp)) {
-		struct gguf_file f;
-		const char *s;
-		uint64_t n;
-		int rc = gguf_open(&f, tp, &e) < 0 ? -1 :
-			 gguf_get_str(&f, "tokenizer.chat_template", &s, &n, tp, &e);
-		if (rc == 1)
-			err_set(&e, "%s: key 'tokenizer.chat_template': missing", tp);
-		else if (rc == 0)
-			rc = chat_check_template(s, (size_t)n, tp, &e);
-		if (rc >= 0)
-			gguf_close(&f);
-		if (rc != 0)
-			cli_die_err(&e);
-		return;
-	}
-	size_t dl = strlen(tp);
-	while (dl > 0 && tp[dl - 1] != '/')
-		dl--;
-	char config[PATH_MAX + 32];
-	snprintf(config, sizeof config, "%.*stokenizer_config.json", (int)dl, tp);
-	if (chat_check(config, &e) < 0)
+	if (tokmodel_check_template(tp, &e) < 0)
 		cli_die_err(&e);
 }
 
@@ -170,17 +132,7 @@ static const char *tokenizer_path(const struct opts *o)
 static struct tokenizer *load(const struct opts *o)
 {
 	struct err e;
-	const char *path = tokenizer_path(o);
-	struct tokenizer *t;
-	if (gguf_sniff(path)) {
-		t = load_gguf(path, &e);
-	} else {
-		struct model_file f;
-		if (model_file_open(&f, path, "tokenizer.json", &e) < 0)
-			cli_die_err(&e);
-		t = tok_parse(f.data, f.size, f.name, &e);
-		model_file_close(&f);
-	}
+	struct tokenizer *t = tokmodel_load(tokenizer_path(o), &e);
 	if (!t)
 		cli_die_err(&e);
 	return t;
@@ -282,64 +234,40 @@ static int cmd_encode(const struct opts *o)
  * it is written and tok exits, which closes its input: in a pipeline the
  * sampler upstream sees its stdout closed and stops, and so does forward. */
 
-static struct {
-	const char *const *stops;
-	int n;
-	unsigned char *held;  /* bytes not written yet (a stop string may begin there) */
-	size_t n_held, cap;
-	int last;             /* the last byte written; -1 none */
-} out = { .last = -1 };
+static struct stoptext stop;
+static int last_byte = -1;  /* the last byte written; -1 none */
 
-static void put_out(const unsigned char *b, size_t n)
+static void put_out(const char *b, size_t n)
 {
 	if (n && fwrite(b, 1, n, stdout) != n)
 		cli_exit(EXIT_FAIL);
 	if (n)
-		out.last = b[n - 1];
+		last_byte = (unsigned char)b[n - 1];
 }
 
 /* The end of decode's output: on a terminal, the text ends with a newline
  * so that the shell's prompt starts on a line of its own. */
 static _Noreturn void decode_done(void)
 {
-	if (isatty(STDOUT_FILENO) && out.last >= 0 && out.last != '\n')
-		put_out((const unsigned char *)"\n", 1);
+	if (isatty(STDOUT_FILENO) && last_byte >= 0 && last_byte != '\n')
+		put_out("\n", 1);
 	cli_exit(EXIT_OK);
 }
 
-static void emit_text(const unsigned char *b, size_t n)
+/* Text through the stop strings (lib/text/stoptext.h); at the first one,
+ * the text before it and the end. */
+static void emit_text(const unsigned char *b, size_t n, int end)
 {
-	if (!out.n) {
-		put_out(b, n);
-		return;
-	}
-	if (out.n_held + n > out.cap) {
-		out.cap = 2 * (out.n_held + n);
-		if (!(out.held = realloc(out.held, out.cap)))
-			cli_die("out of memory");
-	}
-	memcpy(out.held + out.n_held, b, n);
-	out.n_held += n;
-	size_t cut = out.n_held, keep = 0;
-	for (int i = 0; i < out.n; i++) {
-		size_t len = strlen(out.stops[i]);
-		const unsigned char *at = memmem(out.held, out.n_held, out.stops[i], len);
-		if (at && (size_t)(at - out.held) < cut)
-			cut = (size_t)(at - out.held);
-		/* the longest end of the text that begins this stop string */
-		for (size_t k = len - 1 < out.n_held ? len - 1 : out.n_held; k > keep; k--)
-			if (!memcmp(out.held + out.n_held - k, out.stops[i], k)) {
-				keep = k;
-				break;
-			}
-	}
-	if (cut < out.n_held) {
-		put_out(out.held, cut);
+	struct sbuf text = { 0 };
+	int stopped = stoptext_push(&stop, b, n, &text);
+	if (end)
+		stoptext_flush(&stop, &text);
+	if (text.oom || stop.held.oom)
+		cli_die("out of memory");
+	put_out(text.p, text.n);
+	free(text.p);
+	if (stopped)
 		decode_done();
-	}
-	put_out(out.held, out.n_held - keep);
-	memmove(out.held, out.held + out.n_held - keep, keep);
-	out.n_held = keep;
 }
 
 /* The vocabulary of the model the tokenizer at path goes with: its
@@ -410,7 +338,7 @@ static void decode_one(const struct tokenizer *t, const struct opts *o, const ch
 	while (len > 0) { /* tokens are short; a long one goes in chunks */
 		size_t k = len < sizeof text - 3 ? len : sizeof text - 3;
 		size_t m = utf8_hold_push(h, b, k, text);
-		emit_text(text, m);
+		emit_text(text, m, 0);
 		b += k;
 		len -= k;
 	}
@@ -462,8 +390,8 @@ static void decode_fd(const struct tokenizer *t, const struct opts *o, int fd,
 
 static int cmd_decode(const struct opts *o)
 {
-	out.stops = o->stops;
-	out.n = o->n_stops;
+	stop.stops = o->stops;
+	stop.n = o->n_stops;
 	struct tokenizer *t = load(o);
 	pad_end = model_vocab(tokenizer_path(o));
 	struct utf8_hold h = { 0 };
@@ -481,8 +409,7 @@ static int cmd_decode(const struct opts *o)
 	}
 	unsigned char rest[4];
 	size_t m = utf8_hold_flush(&h, rest);
-	emit_text(rest, m);
-	put_out(out.held, out.n_held);  /* no stop string came */
+	emit_text(rest, m, 1);  /* no stop string came: what is held, too */
 	tok_free(t);
 	decode_done();
 }
