@@ -57,7 +57,7 @@ count() { wc -w < "$1"; }
 @test "an answer the context cuts short says so after its text, and sample never warns" {
 	# --ctx 80 and the default limit of 200: each answer gets what the
 	# context has left, and stops there with a notice of its own.
-	run --separate-stderr -0 bash -c "printf 'hello\nagain\n' | '$CHAT' '$TINY' --ctx 80 --seed 1 --ignore-eos -v"
+	run --separate-stderr -0 bash -c "printf 'hello\nagain\n' | '$CHAT' '$TINY' --ctx 80 --seed 1 --ignore-eos --draft 0 -v"
 	refute_output --partial "sample:"
 	[[ $stderr != *"sample: warning"* ]]
 	[ "${#lines[@]}" -ge 2 ]

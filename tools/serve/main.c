@@ -122,7 +122,7 @@ static struct {
 };
 
 /* forward's command line */
-static char *fwd_argv[16];
+static char *fwd_argv[20];  /* exe, model, --draft 0, fwd_flags, NULL */
 static int fwd_argc;
 
 static void fwd_arg(const char *a)
@@ -208,6 +208,9 @@ static void parse_args(int argc, char **argv)
 		cli_die("%s: %s (forward must be beside serve)", exe, strerror(errno));
 	fwd_arg(exe);
 	fwd_arg(S.model);
+	/* the slots read one frame per token: no speculative batches */
+	fwd_arg("--draft");
+	fwd_arg("0");
 	for (int i = 0; i < n_fwd; i++)
 		fwd_arg(fwd_flags[i]);
 }
