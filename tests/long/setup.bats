@@ -9,8 +9,10 @@ load ../test_helper
 	local c=$BATS_TEST_TMPDIR/clone
 	git clone -q "$ROOT" "$c"
 	cd "$c"
-	# (the tests export BIN, which the Makefile would take for its own)
-	run -0 --separate-stderr env -u BIN make run
+	# (the tests export BIN, which the Makefile would take for its own,
+	# and the MAKEFLAGS and MAKELEVEL of a make that runs the tests: make
+	# would print its directory around the output)
+	run -0 --separate-stderr env -u BIN -u MAKEFLAGS -u MAKELEVEL make run
 	want=$("$ROOT/scripts/generate" "$DATA/shakespeare-tiny" "ROMEO:" --seed 42 -n 40)
 	[ -n "$want" ]
 	[[ $output == *$'\n'"$want" ]]  # after the build's lines
