@@ -54,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct stream_header h;
 	struct stream_frame fr = { 0 };
+	struct sampler *smp = NULL;
 	struct err e;
 	if (stream_read_header(f, &h, "<stdin>", &e) < 0) {
 		fuzz_check_msg(&e, "<stdin>");
@@ -72,8 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int sample = sampler_params_check(&p, &e) == 0;
 	if (!sample)
 		fuzz_check_msg(&e, NULL);
-	struct sampler *smp = sample && h.n_vocab <= 1 << 16 ?
-		sampler_new((int)h.n_vocab, &e) : NULL;
+	if (sample && h.n_vocab <= 1 << 16)
+		smp = sampler_new((int)h.n_vocab, &e);
 	int r;
 	while ((r = stream_read_frame(f, &h, &fr, "<stdin>", &e)) == 1) {
 		FUZZ_CHECK(fr.pos >= 0 && fr.n_fed <= (uint32_t)fr.pos + 1);
@@ -97,12 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			goto out;
 		}
 	}
-	sampler_free(smp);
 	if (r < 0)
 		fuzz_check_msg(&e, "<stdin>");
 	else  /* a clean end: the end record, or all of the input read */
 		FUZZ_CHECK(fr.ended || feof(f) || ftell(f) == (long)size);
 out:
+	sampler_free(smp);
 	stream_frame_free(&fr);
 	fclose(f);
 	free(buf);
