@@ -23,7 +23,7 @@ static unsigned long long sum_scalar(const void *p, size_t n)
 struct job {
 	const unsigned char *buf;
 	size_t pages;
-	int avx2;
+	int avx2, prefetch;
 	volatile unsigned long long sink[64];
 };
 
@@ -34,7 +34,7 @@ static void part(void *arg, int i, int n)
 	pool_split((int)j->pages, i, n, 1, &lo, &hi);
 	const unsigned char *p = j->buf + (size_t)lo * PAGE;
 	size_t len = (size_t)(hi - lo) * PAGE;
-	j->sink[i % 64] = j->avx2 ? membw_sum_avx2(p, len) : sum_scalar(p, len);
+	j->sink[i % 64] = j->avx2 ? membw_sum_avx2(p, len, j->prefetch) : sum_scalar(p, len);
 }
 
 int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct err *e)
@@ -64,6 +64,7 @@ int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct e
 	j->avx2 = cpu_detect() >= CPU_AVX2;
 	pool_run(p, part, j);  /* warm-up: the threads are up and scheduled */
 	for (int i = 0; i < reps; i++) {
+		j->prefetch = i % 2;
 		double t0 = time_now();
 		pool_run(p, part, j);
 		gbs[i] = (double)(pages * PAGE) / (time_now() - t0) / 1e9;

@@ -9,8 +9,11 @@
  *
  * The pass sums the buffer with 256-bit loads (AVX2, when cpu_detect() says
  * so) or 64-bit scalar loads into several accumulators, so it is bound by
- * memory, not by a dependency chain. It writes nothing but the buffer's
- * first fill (which also faults every page in before timing).
+ * memory, not by a dependency chain. Every second pass adds the software
+ * prefetch of the matmul kernels (prefetch.h): which way streams faster
+ * differs between machines, and the best pass of either is the limit no
+ * kernel should pass. It writes nothing but the buffer's first fill (which
+ * also faults every page in before timing).
  *
  * Left out: write and copy bandwidth, latency, NUMA placement (one node
  * here).
@@ -40,8 +43,8 @@ struct membw {
 int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct err *e);
 
 /* The streaming sum itself over n bytes (n a multiple of 128, p 64-byte
- * aligned); the AVX2 version is in membw_avx2.c. Returned so the compiler
- * cannot drop the loads. */
-unsigned long long membw_sum_avx2(const void *p, size_t n);
+ * aligned), with the kernels' prefetch or without; the AVX2 version is in
+ * membw_avx2.c. Returned so the compiler cannot drop the loads. */
+unsigned long long membw_sum_avx2(const void *p, size_t n, int prefetch);
 
 #endif

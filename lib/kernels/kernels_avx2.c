@@ -58,7 +58,7 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	int k = 0;                                                            \
 	for (; k + 16 <= cols; k += 16) {                                     \
 		size_t o = il ? wmat_il_col(k) : (size_t)k;                   \
-		if ((k * sizeof(WT)) % 64 == 0)                               \
+		if (!il && (k * sizeof(WT)) % 64 == 0)                        \
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
 				prefetch_at(wr[i] + o, ahead);                \
 		__m256 xl = _mm256_loadu_ps(xr + k), xh = _mm256_loadu_ps(xr + k + 8); \

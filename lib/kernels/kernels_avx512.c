@@ -84,7 +84,7 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	int k = 0;                                                            \
 	for (; k + 16 <= cols; k += 16) {                                     \
 		size_t o = il ? wmat_il_col(k) : (size_t)k;                   \
-		if ((k * sizeof(WT)) % 64 == 0)                               \
+		if (!il && (k * sizeof(WT)) % 64 == 0)                        \
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
 				prefetch_at(wr[i] + o, ahead);                \
 		__m512 wv[4];                                                 \
@@ -347,7 +347,8 @@ DPBF16 AI void block_b16(float *y, int ldy, const uint16_t *w, int cols, int r,
 		size_t o = il ? wmat_il_col(k) : (size_t)k;
 		__m512i wv[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
-			prefetch_at(wr[i] + o, ahead);
+			if (!il)
+				prefetch_at(wr[i] + o, ahead);
 			wv[i] = _mm512_loadu_si512(wr[i] + o);
 		}
 		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {

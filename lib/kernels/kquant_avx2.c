@@ -5,6 +5,7 @@
  * in pairs (at most 2 * 63 * 127, no saturation) and vpmaddwd with ones
  * adds the pairs, which gives each row's sum over 4 columns exactly. */
 #include "kernels/kquant.h"
+#include "kernels/prefetch.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -45,12 +46,16 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 {
 	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
 	int nsb = w->cols / KQ_SB, nh = w->cols / 16, o = 32 * half, l0 = 8 * half;
+	size_t rb = kq_rec_bytes(type);
 	const __m256i lo4 = _mm256_set1_epi8(15);
 	__m256 acc[KQ_T];
 	for (int t = 0; t < KQ_T; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int s = 0; s < nsb; s++) {
 		const unsigned char *rec = kq_rec(w, tile, s);
+		if (half == 0)  /* the second half reads the same lines */
+			for (size_t k = 0; k < rb; k += 64)
+				prefetch_at(rec + k, PREFETCH_MIN);
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
 		const unsigned char *pl = rec + kq_off_plane(type);
 		__m256 d = _mm256_loadu_ps((const float *)(rec + KQ_OFF_D) + l0);

@@ -7,6 +7,7 @@
  * (unsigned) by the 4 activation codes of that group broadcast (signed).
  * The codes are unpacked once per block and reused by up to KQ_T inputs. */
 #include "kernels/kquant.h"
+#include "kernels/prefetch.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -31,12 +32,15 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 {
 	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
 	int nsb = w->cols / KQ_SB, nh = w->cols / 16;
+	size_t rb = kq_rec_bytes(type);
 	const __m512i lo4 = _mm512_set1_epi8(15);
 	__m512 acc[KQ_T];
 	for (int t = 0; t < KQ_T; t++)
 		acc[t] = _mm512_setzero_ps();
 	for (int s = 0; s < nsb; s++) {
 		const unsigned char *rec = kq_rec(w, tile, s);
+		for (size_t k = 0; k < rb; k += 64)
+			prefetch_at(rec + k, PREFETCH_MIN);
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
 		const unsigned char *pl = rec + kq_off_plane(type);
 		__m512 d = _mm512_loadu_ps((const float *)(rec + KQ_OFF_D));

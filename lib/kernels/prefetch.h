@@ -7,7 +7,12 @@
  * block are contiguous: the next block begins block_bytes further on. A
  * row's stream prefetched prefetch_ahead(block_bytes) bytes past its loads
  * therefore lands on the same column of a row in a later block, at least
- * PREFETCH_MIN bytes ahead.
+ * PREFETCH_MIN bytes ahead. Interleaved rows (weights.h) are one stream,
+ * which the hardware prefetcher follows faster alone: they are not
+ * prefetched. The tiled integer kernels (qtile.h, kquant.h)
+ * read each matrix as one sequential stream too; the int4 and K-quant ones,
+ * which compute longer per byte, ask for every line of a block
+ * PREFETCH_MIN bytes past it, and int8 leaves it to the hardware.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
  * falls inside rows of the current block that are already on their way,
@@ -29,8 +34,11 @@ static inline size_t prefetch_ahead(size_t block_bytes)
 	return (PREFETCH_MIN + block_bytes - 1) / block_bytes * block_bytes;
 }
 
-/* Asks for the cache line `ahead` bytes past p. A prefetch never faults, so
- * past the end of the matrix it is only a wasted request.
+/* Asks for the cache line `ahead` bytes past p, into L2 (not L1: a core
+ * has only a few L1 miss buffers, and with the lines requested into L1 the
+ * int4 kernels kept too few in flight to stream at DRAM speed; the figures
+ * are in docs/performance.md). A prefetch never faults, so past the end of
+ * the matrix it is only a wasted request.
  *
  * always_inline, and called directly, not through a helper of its own:
  * GCC 12 finds a function whose body is nothing but prefetches "const" and
@@ -38,7 +46,7 @@ static inline size_t prefetch_ahead(size_t block_bytes)
  * kernels of the previous version without a single prefetch instruction. */
 static inline __attribute__((always_inline)) void prefetch_at(const void *p, size_t ahead)
 {
-	_mm_prefetch((const char *)p + ahead, _MM_HINT_T0);
+	_mm_prefetch((const char *)p + ahead, _MM_HINT_T1);
 }
 
 #endif

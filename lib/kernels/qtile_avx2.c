@@ -9,6 +9,7 @@
  * the codes with q's sign moved onto them (pairs at most 2 x 127 x 127),
  * each quad widened to 32 bits. The float steps are qtile.h's. */
 #include "kernels/qtile_isa.h"
+#include "kernels/prefetch.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -61,6 +62,9 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
+		if (q4 && h == 0)  /* int8: see qtile_vnni.c; h 1 reads the same lines */
+			for (size_t k = 0; k < cb; k += 64)
+				prefetch_at(codes + k, PREFETCH_MIN);
 		__m256 ws = _mm256_setzero_ps();
 		size_t si = (size_t)b * QTILE_ROWS + 8 * (size_t)h;
 		if (s == QT_F32)

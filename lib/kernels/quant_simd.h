@@ -64,7 +64,7 @@ q8_rows4(const int8_t *base, int n, int nv, const float *sc, int r, const float 
 		acc[i][j] = azero();
 	for (int c = 0; c < nv; c += 16) {
 		size_t o = il ? wmat_il_col(c) : (size_t)c;
-		if ((c & 63) == 0)
+		if (!il && (c & 63) == 0)
 			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 				prefetch_at(q[i] + o, ahead);
 		A w[4];
