@@ -152,7 +152,10 @@ MATMUL(rows_f16, block_f16, uint16_t, float, static)
 
 /* ---- several inputs at once (prefill): panels of widened rows ----
  *
- * With T > 1 every weight is used T times, so it pays to widen it once:
+ * With T >= PK_MIN_T every weight is used T times, so it pays to widen it
+ * once (below that, a batch of drafts or a short prompt, the pass that
+ * widens could not keep the memory busy and the row blocks above are
+ * faster; docs/performance.md):
  * PK_ROWS rows at a time are widened (copied, for float32) into a panel of
  * float32 on the stack, and tiles of PK_ROWS rows by PK_TOK inputs (24
  * accumulators) run over it with nothing but loads and fmas. The panel
@@ -169,6 +172,7 @@ MATMUL(rows_f16, block_f16, uint16_t, float, static)
 #define PK_WIDE 1024
 #define PK_COLS 512
 #define PK_GROUP 48
+#define PK_MIN_T 16
 
 /* The fold of kern_sum16 on each of a[0..7], done together: each step
  * adds the same pairs of lanes as hsum, for eight accumulators in a few
@@ -283,14 +287,14 @@ static void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r
 	}
 }
 
-/* matmul_f32 / bf16 / f16: one input (decode) streams the rows through
- * the blocks above; several go through panels, each row widened by LD
+/* matmul_f32 / bf16 / f16: fewer than PK_MIN_T inputs (decode, drafts)
+ * stream the rows through the blocks above; more go through panels, each row widened by LD
  * once (the panel's columns beyond cols zero). */
 #define MATMUL_PANELS(NAME, ROWS, WT, LD, LD_TAIL)                            \
 static void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,    \
 		 int r1, const float *x, int ldx, int T)                      \
 {                                                                             \
-	if (T == 1) {                                                         \
+	if (T < PK_MIN_T) {                                                   \
 		ROWS(y, ldy, w, cols, il, r0, r1, x, ldx, T);                 \
 		return;                                                       \
 	}                                                                     \
