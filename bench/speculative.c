@@ -18,7 +18,8 @@
  *    on the full-size synthetic model (bench/harness/synthetic.h), whose
  *    random weights accept no draft: forward_eval of 1 and of k + 1 ids
  *    (all logits, as a batch) at position 64, alternating, median ms each
- *    for k = 1, 2, 4, 8. With an acceptance from 1, the speedup a real
+ *    for k = 1, 2, 4, 8, with its bf16, int8 and int4 weights (each with
+ *    its default activations: float32, int8, int8). With an acceptance from 1, the speedup a real
  *    model of that size would see is about
  *    (1 + accepted per batch) / (cost of the batch / cost of one).
  *
@@ -159,19 +160,20 @@ static int ignore(void *arg, int pos, const float *logits, struct err *e)
 	return 0;
 }
 
-/* Part 2: a batch of k + 1 positions against one, on the synthetic model. */
-static void batch_cost(void)
+/* Part 2: a batch of k + 1 positions against one, on the synthetic model
+ * as weights `label` (its directory, or one of its containers), into the
+ * batch_cost array (first: no separator before it). */
+static void batch_cost(const char *label, const char *path, int first)
 {
-	struct synthetic syn;
 	struct model m;
 	struct forward f;
 	struct err e;
 	struct model_opts mo = { 0 };
 	struct forward_opts fo = { .threads = threads, .ctx = 256 };
 	fo.level = cpu_level_env(NULL);
-	if (synthetic_ensure(&syn, config, NULL, NULL, &e) < 0 ||
-	    model_load(&m, syn.dir, &mo, &e) < 0 || forward_init(&f, &m, &fo, &e) < 0) {
-		fprintf(stderr, "bench/speculative: %s\n", e.msg);
+	if (model_load(&m, path, &mo, &e) < 0 ||
+	    (fo.act8 = forward_act8_prepare(&m, 0, &e)) < 0 || forward_init(&f, &m, &fo, &e) < 0) {
+		fprintf(stderr, "bench/speculative: %s: %s\n", path, e.msg);
 		exit(1);
 	}
 	struct rng r;
@@ -181,7 +183,6 @@ static void batch_cost(void)
 		ids[i] = (int)(rng_next(&r) % (uint64_t)m.cfg.vocab_size);
 	if (forward_eval(&f, ids, BATCH_AT, 0, ignore, NULL, &e) < 0)
 		goto fail;
-	printf("], \"synthetic\": \"%s\", \"batch_cost\": [", syn.dir);
 	const int ks[] = { 1, 2, 4, 8 };
 	for (int j = 0; j < 4; j++) {
 		double one[MAXREPS], batch[MAXREPS];
@@ -199,8 +200,9 @@ static void batch_cost(void)
 			batch[i] = (t2 - t1) * 1e3;
 		}
 		struct spread so = spread_of(one, reps), sb = spread_of(batch, reps);
-		printf("%s{\"k\": %d, \"one_ms\": %.3f, \"batch_ms\": %.3f, \"ratio\": %.4f}",
-		       j ? ", " : "", ks[j], so.median, sb.median, sb.median / so.median);
+		printf("%s{\"weights\": \"%s\", \"k\": %d, \"one_ms\": %.3f, "
+		       "\"batch_ms\": %.3f, \"ratio\": %.4f}", first && !j ? "" : ", ", label,
+		       ks[j], so.median, sb.median, sb.median / so.median);
 		fflush(stdout);
 	}
 	forward_free(&f);
@@ -209,6 +211,21 @@ static void batch_cost(void)
 fail:
 	fprintf(stderr, "bench/speculative: %s\n", e.msg);
 	exit(1);
+}
+
+/* Part 2 for the synthetic model's bf16, int8 and int4 weights. */
+static void batch_costs(void)
+{
+	struct synthetic syn;
+	struct err e;
+	if (synthetic_ensure(&syn, config, NULL, NULL, &e) < 0) {
+		fprintf(stderr, "bench/speculative: %s\n", e.msg);
+		exit(1);
+	}
+	printf("], \"synthetic\": \"%s\", \"batch_cost\": [", syn.dir);
+	batch_cost("bf16", syn.dir, 1);
+	batch_cost("int8", syn.q8, 0);
+	batch_cost("int4", syn.q4, 0);
 }
 
 /* Writes the two prompts' text into dir. */
@@ -284,7 +301,7 @@ int main(int argc, char **argv)
 	pipeline_case(model, "free", free_, "greedy", "--greedy", 0);
 	pipeline_case(model, "free", free_, "default", "--seed 1", 0);
 	if (synthetic)
-		batch_cost();
+		batch_costs();
 	printf("]}\n");
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -r '%s'", dir);
