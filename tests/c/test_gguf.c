@@ -639,14 +639,14 @@ static void test_write(void)
 	struct gguf_out_model m = { .name = "shakespeare-tiny", .st = &st, .cfg = &cfg,
 				    .gen = &gen, .tok_json = (const char *)tok.data,
 				    .tok_len = tok.size, .tok_name = "tokenizer.json" };
-	static const struct { const char *level; enum gguf_ttype t; } lv[] = {
-		{ "bf16", GGML_BF16 }, { "f16", GGML_F16 }, { "q8_0", GGML_Q8_0 },
-		{ "q4_0", GGML_Q4_0 },
+	static const struct { const char *level; enum gguf_mix mix; } lv[] = {
+		{ "bf16", GGUF_MIX_BF16 }, { "f16", GGUF_MIX_F16 }, { "q8_0", GGUF_MIX_Q8_0 },
+		{ "q4_0", GGUF_MIX_Q4_0 },
 	};
 	char path[4][96];
 	for (int i = 0; i < 4; i++) {
 		snprintf(path[i], sizeof path[i], "%s/ours.%s.gguf", dir, lv[i].level);
-		int rc = gguf_write_model(path[i], &m, lv[i].t, &e);
+		int rc = gguf_write_model(path[i], &m, lv[i].mix, &e);
 		CHECK(rc == 0, "write %s: %s", path[i], rc ? e.msg : "");
 		struct model mm;
 		if (load_ok(&mm, path[i], 0) == 0) {
