@@ -48,10 +48,9 @@ static const struct cli_opt opts[] = {
 	  "int4: one scale per group along the input, -m/8\n"
 	  "for m the group's weight of largest magnitude,\n"
 	  "codes in [-8, 7];\n"
-	  "with --format gguf: " GGUF_LEVELS "\n"
-	  "(llama-quantize's mixes: q4_0 keeps the embeddings\n"
-	  "q8_0; q4_k_m, q5_k_m and q6_k fall back to q5_0,\n"
-	  "q5_1 and q8_0 for rows not a multiple of 256)" },
+	  "with --format gguf: bf16, f16, q8_0, q4_0,\n"
+	  "q4_k_m, q5_k_m or q6_k: the types llama-quantize\n"
+	  "gives each tensor in such a file (docs/gguf.md)" },
 	{ OPT_FORMAT, "format", "F", "container (default: .q8, .q4) or gguf (llama.cpp's\n"
 	  "format, read by llama.cpp, ollama and this engine)" },
 	{ 'g', "group-size", "N", "int4 group size, a multiple of 32 (default 32)" },
