@@ -1,4 +1,5 @@
-/* gguf_quant: ggml's block formats dequantized to float32, exactly.
+/* gguf_quant: ggml's block formats dequantized to float32, exactly, and
+ * quantized from float32 as ggml's reference quantizers do (at the end).
  *
  * "Exactly" means bit for bit what ggml's reference dequantize_row_* and
  * llama.cpp's gguf-py (numpy) compute: the same float32 operations in the
@@ -270,17 +271,30 @@ static void quant_q8_0(const float *x, unsigned char *b)
 		b[2 + j] = (unsigned char)(int8_t)roundf(x[j] * id);
 }
 
-/* m = the weight of largest magnitude (the first on ties), d = m / -8, so m
- * is code 0 (-8 d); codes trunc(x / d + 8.5) capped at 15. */
-static void quant_q4_0(const float *x, unsigned char *b)
+/* The value of largest magnitude among x[0..n), the first on ties; 0 when
+ * all are zero. */
+static float extreme(const float *x, int n)
 {
 	float amax = 0, max = 0;
-	for (int j = 0; j < 32; j++)
+	for (int j = 0; j < n; j++)
 		if (amax < fabsf(x[j])) {
 			amax = fabsf(x[j]);
 			max = x[j];
 		}
-	float d = max / -8, id = d ? 1.0f / d : 0.0f;
+	return max;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int k = 0; k < 4; k++)
+		p[k] = (unsigned char)(v >> (8 * k));
+}
+
+/* m = the weight of largest magnitude (the first on ties), d = m / -8, so m
+ * is code 0 (-8 d); codes trunc(x / d + 8.5) capped at 15. */
+static void quant_q4_0(const float *x, unsigned char *b)
+{
+	float d = extreme(x, 32) / -8, id = d ? 1.0f / d : 0.0f;
 	put_half(b, d);
 	for (int j = 0; j < 16; j++) {
 		int q0 = (int)(x[j] * id + 8.5f), q1 = (int)(x[16 + j] * id + 8.5f);
@@ -294,13 +308,7 @@ static void quant_q4_0(const float *x, unsigned char *b)
  * codes trunc(x / d + 16.5) capped at 31, the fifth bits gathered in qh. */
 static void quant_q5_0(const float *x, unsigned char *b)
 {
-	float amax = 0, max = 0;
-	for (int j = 0; j < 32; j++)
-		if (amax < fabsf(x[j])) {
-			amax = fabsf(x[j]);
-			max = x[j];
-		}
-	float d = max / -16, id = d ? 1.0f / d : 0.0f;
+	float d = extreme(x, 32) / -16, id = d ? 1.0f / d : 0.0f;
 	put_half(b, d);
 	uint32_t qh = 0;
 	for (int j = 0; j < 16; j++) {
@@ -310,8 +318,7 @@ static void quant_q5_0(const float *x, unsigned char *b)
 		b[6 + j] = (unsigned char)((q0 & 15) | (q1 & 15) << 4);
 		qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
 	}
-	for (int k = 0; k < 4; k++)
-		b[2 + k] = (unsigned char)(qh >> (8 * k));
+	put_le32(b + 2, qh);
 }
 
 /* d = (max - min) / 31, m = min; codes trunc((x - min) / d + 0.5). */
@@ -332,8 +339,7 @@ static void quant_q5_1(const float *x, unsigned char *b)
 		b[8 + j] = (unsigned char)((q0 & 15) | (q1 & 15) << 4);
 		qh |= (uint32_t)((q0 >> 4) & 1) << j | (uint32_t)((q1 >> 4) & 1) << (j + 16);
 	}
-	for (int k = 0; k < 4; k++)
-		b[4 + k] = (unsigned char)(qh >> (8 * k));
+	put_le32(b + 4, qh);
 }
 
 /* ---- the K-quants: ggml's reference searches (no importance matrix) ---- */
@@ -355,7 +361,7 @@ static int nearest(float v)
  * tries nstep + 1 more code spacings, (nmax + rmin + rdelta * is) per
  * range, each with the least-squares scale and min for its codes, and
  * keeps the one of least weighted error (the first on ties). Returns the
- * scale and -mn in *neg_min; L the codes. */
+ * scale and -mn in *neg_min; L the codes. n is at most 32. */
 static float fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
 			float *neg_min, float rmin, float rdelta, int nstep)
 {
@@ -495,13 +501,8 @@ static void quant_q45_k(const float *x, unsigned char *b, int bits)
  * (0 for an all-zero sub-block, with codes 0). */
 static float fit_symmetric(const float *x, uint8_t *L)
 {
-	float max = 0, amax = 0;
-	for (int i = 0; i < 16; i++)
-		if (fabsf(x[i]) > amax) {
-			amax = fabsf(x[i]);
-			max = x[i];
-		}
-	if (amax < 1e-15f) {
+	float max = extreme(x, 16);
+	if (fabsf(max) < 1e-15f) {
 		memset(L, 0, 16);
 		return 0;
 	}
@@ -543,16 +544,12 @@ static float fit_symmetric(const float *x, uint8_t *L)
 static void quant_q6_k(const float *x, unsigned char *b)
 {
 	uint8_t L[256];
-	float sc[16], max = 0, amax = 0;
-	for (int j = 0; j < 16; j++) {
+	float sc[16];
+	for (int j = 0; j < 16; j++)
 		sc[j] = fit_symmetric(x + 16 * j, L + 16 * j);
-		if (fabsf(sc[j]) > amax) {
-			amax = fabsf(sc[j]);
-			max = sc[j];
-		}
-	}
+	float max = extreme(sc, 16);
 	memset(b, 0, 210);
-	if (amax < 1e-15f)
+	if (fabsf(max) < 1e-15f)
 		return;
 	float iscale = -128.0f / max;
 	put_half(b + 208, 1 / iscale);
@@ -588,13 +585,6 @@ static void quant_q4_k(const float *x, unsigned char *b)
 static void quant_q5_k(const float *x, unsigned char *b)
 {
 	quant_q45_k(x, b, 5);
-}
-
-bool gguf_can_quant(enum gguf_ttype t)
-{
-	return t == GGML_F32 || t == GGML_F16 || t == GGML_BF16 || t == GGML_Q8_0 ||
-	       t == GGML_Q4_0 || t == GGML_Q5_0 || t == GGML_Q5_1 || t == GGML_Q4_K ||
-	       t == GGML_Q5_K || t == GGML_Q6_K;
 }
 
 int gguf_quant(enum gguf_ttype t, const float *src, uint64_t n, void *dst)
