@@ -739,6 +739,49 @@ static void test_write(void)
 	st_close(&st);
 }
 
+/* The k-quant mixes on a model whose rows are multiples of 256
+ * (tests/fixtures/qwen-shapes: hidden 256, ffn 704, 2 layers, an LM head
+ * of its own): Q4_K, Q5_K and Q6_K on every matrix but ffn_down (704 wide:
+ * the Q5_0, Q5_1, Q8_0 fallbacks), 8320 Q4_K or Q5_K super-blocks and
+ * 4224 to 12544 Q6_K ones per file, all byte for byte llama-quantize's
+ * (tests/golden/gguf/qwen-shapes.LEVEL.bytes.json). The tokenizer is three
+ * tokens: the records are of tensors only. */
+static void test_write_shapes(void)
+{
+	static const char tok[] =
+		"{\"model\": {\"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2}, \"merges\": []}, "
+		"\"added_tokens\": []}";
+	static const struct { const char *level; enum gguf_mix mix; } lv[] = {
+		{ "q4_k_m", GGUF_MIX_Q4_K_M }, { "q5_k_m", GGUF_MIX_Q5_K_M },
+		{ "q6_k", GGUF_MIX_Q6_K },
+	};
+	struct st_file st;
+	struct model_config cfg;
+	struct err e;
+	if (config_load(&cfg, "tests/fixtures/qwen-shapes/config.json", &e) < 0 ||
+	    st_open(&st, "tests/fixtures/qwen-shapes/model.safetensors", &e) < 0) {
+		CHECK(0, "qwen-shapes: %s", e.msg);
+		return;
+	}
+	struct gguf_out_model m = { .name = "qwen-shapes", .st = &st, .cfg = &cfg,
+				    .tok_json = tok, .tok_len = strlen(tok),
+				    .tok_name = "tokenizer" };
+	char dir[] = "/tmp/test_gguf.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++) {
+		char path[64], rec[96];
+		snprintf(path, sizeof path, "%s/shapes.%s.gguf", dir, lv[i].level);
+		snprintf(rec, sizeof rec, GG "qwen-shapes.%s.bytes.json", lv[i].level);
+		int rc = gguf_write_model(path, &m, lv[i].mix, &e);
+		CHECK(rc == 0, "write %s: %s", path, rc ? e.msg : "");
+		CHECK(same_bytes(path, rec) == 27, "qwen-shapes %s: 27 tensors, llama-quantize's "
+		      "bytes", lv[i].level);
+		unlink(path);
+	}
+	rmdir(dir);
+	st_close(&st);
+}
+
 /* gguf_narrow_bf16: values a bf16 holds (1, -0.5, 3 * 2^-20, 0) narrowed in
  * place to their high halves; one that needs more than 8 significant bits
  * (1 + 2^-10) leaves the array as it was. */
@@ -760,6 +803,7 @@ int main(void)
 {
 	test_narrow_bf16();
 	test_write();
+	test_write_shapes();
 	test_bf16_model();
 	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0);
 	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 25, 4);
