@@ -252,6 +252,24 @@ swapped() {
 	[ "$(ls -A "$BATS_TEST_TMPDIR/out")" = t.q4_0.gguf ]  # no temporary file left
 }
 
+@test "quantize --format gguf: q4_k_m, q5_k_m and q6_k are llama-quantize's mixes" {
+	for l in q4_k_m q5_k_m q6_k; do
+		O=$BATS_TEST_TMPDIR/t.$l.gguf
+		run --separate-stderr -0 quantize "$TINY" -o "$O" --format gguf --level $l
+		[ "$stderr" = "quantize: $O: GGUF, $l matrices" ]
+		# llama-quantize's file of the same weights, tensor for tensor:
+		# types, shapes and sizes here, the bytes in test_gguf
+		mine=$(st-inspect --json "$O" | jq -c '[.tensors[] | [.name, .dtype, .bytes, (.shape | reverse)]] | sort')
+		theirs=$(jq -c '[.tensors[] | [.name, .type, .n_bytes, .ne]] | sort' \
+			"$GG/shakespeare-tiny.$l.bytes.json")
+		[ "$mine" = "$theirs" ]
+	done
+	run -0 st-inspect "$BATS_TEST_TMPDIR/t.q4_k_m.gguf"
+	assert_line "dtypes        Q8_0 (3 tensors), F32 (21 tensors), Q4_K (2 tensors), Q5_0 (22 tensors), Q6_K (2 tensors)"
+	assert_line "              general.file_type = 15"
+	forward "$BATS_TEST_TMPDIR/t.q4_k_m.gguf" --score <<<"1 2 3" >/dev/null
+}
+
 @test "quantize: a GGUF source is refused plainly, saying what reads it" {
 	run -1 --separate-stderr quantize "$GG/shakespeare-tiny.q4_0.gguf" -o "$BATS_TEST_TMPDIR/t.q8" --level int8
 	[ "$output" = "" ]
@@ -282,7 +300,7 @@ swapped() {
 
 @test "quantize --format gguf: usage errors" {
 	run --separate-stderr -2 quantize "$TINY" -o x.gguf --format gguf --level int8
-	[ "${stderr_lines[0]}" = "quantize: --level: 'int8' is not bf16, f16, q8_0 or q4_0 (--format gguf)" ]
+	[ "${stderr_lines[0]}" = "quantize: --level: 'int8' is not bf16, f16, q8_0, q4_0, q4_k_m, q5_k_m or q6_k (--format gguf)" ]
 	run --separate-stderr -2 quantize "$TINY" -o x.gguf --format gguf --level q4_0 --embeddings
 	[ "${stderr_lines[0]}" = "quantize: --format gguf takes no --group-size, --embeddings, --report or --dry-run" ]
 	run --separate-stderr -2 quantize "$TINY" -o x.gguf --format ggml --level q4_0

@@ -194,11 +194,11 @@ enum wtype gguf_kq_wtype(enum gguf_ttype t);
 int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n);
 
 /* Quantizes n float32 values (a whole number of blocks) into type t at dst,
- * exactly as ggml's reference quantizers (quantize_row_q8_0_ref, _q4_0_ref)
- * and conversions do, so that a file we write holds the bytes llama.cpp's
- * llama-quantize would: F32 (copied), F16 and BF16 (rounded to nearest
- * even), Q8_0, Q4_0. 0, or -1 for another type. */
+ * exactly as ggml's reference quantizers (quantize_row_*_ref: no
+ * importance matrix) and conversions do, so that a file we write holds the
+ * bytes llama.cpp's llama-quantize would: F32 (copied), F16 and BF16
+ * (rounded to nearest even), Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+ * 0, or -1 for another type. */
 int gguf_quant(enum gguf_ttype t, const float *src, uint64_t n, void *dst);
-bool gguf_can_quant(enum gguf_ttype t);
 
 #endif

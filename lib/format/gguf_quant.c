@@ -1,4 +1,5 @@
-/* gguf_quant: ggml's block formats dequantized to float32, exactly.
+/* gguf_quant: ggml's block formats dequantized to float32, exactly, and
+ * quantized from float32 as ggml's reference quantizers do (at the end).
  *
  * "Exactly" means bit for bit what ggml's reference dequantize_row_* and
  * llama.cpp's gguf-py (numpy) compute: the same float32 operations in the
@@ -31,6 +32,7 @@
 #include "core/bf16.h"
 #include "kernels/kquant.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -269,17 +271,30 @@ static void quant_q8_0(const float *x, unsigned char *b)
 		b[2 + j] = (unsigned char)(int8_t)roundf(x[j] * id);
 }
 
-/* m = the weight of largest magnitude (the first on ties), d = m / -8, so m
- * is code 0 (-8 d); codes trunc(x / d + 8.5) capped at 15. */
-static void quant_q4_0(const float *x, unsigned char *b)
+/* The value of largest magnitude among x[0..n), the first on ties; 0 when
+ * all are zero. */
+static float extreme(const float *x, int n)
 {
 	float amax = 0, max = 0;
-	for (int j = 0; j < 32; j++)
+	for (int j = 0; j < n; j++)
 		if (amax < fabsf(x[j])) {
 			amax = fabsf(x[j]);
 			max = x[j];
 		}
-	float d = max / -8, id = d ? 1.0f / d : 0.0f;
+	return max;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int k = 0; k < 4; k++)
+		p[k] = (unsigned char)(v >> (8 * k));
+}
+
+/* m = the weight of largest magnitude (the first on ties), d = m / -8, so m
+ * is code 0 (-8 d); codes trunc(x / d + 8.5) capped at 15. */
+static void quant_q4_0(const float *x, unsigned char *b)
+{
+	float d = extreme(x, 32) / -8, id = d ? 1.0f / d : 0.0f;
 	put_half(b, d);
 	for (int j = 0; j < 16; j++) {
 		int q0 = (int)(x[j] * id + 8.5f), q1 = (int)(x[16 + j] * id + 8.5f);
@@ -289,10 +304,287 @@ static void quant_q4_0(const float *x, unsigned char *b)
 	}
 }
 
-bool gguf_can_quant(enum gguf_ttype t)
+/* m = the weight of largest magnitude (the first on ties), d = m / -16;
+ * codes trunc(x / d + 16.5) capped at 31, the fifth bits gathered in qh. */
+static void quant_q5_0(const float *x, unsigned char *b)
 {
-	return t == GGML_F32 || t == GGML_F16 || t == GGML_BF16 || t == GGML_Q8_0 ||
-	       t == GGML_Q4_0;
+	float d = extreme(x, 32) / -16, id = d ? 1.0f / d : 0.0f;
+	put_half(b, d);
+	uint32_t qh = 0;
+	for (int j = 0; j < 16; j++) {
+		int q0 = (int)(x[j] * id + 16.5f), q1 = (int)(x[16 + j] * id + 16.5f);
+		q0 = q0 < 31 ? q0 : 31;
+		q1 = q1 < 31 ? q1 : 31;
+		b[6 + j] = (unsigned char)((q0 & 15) | (q1 & 15) << 4);
+		qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
+	}
+	put_le32(b + 2, qh);
+}
+
+/* d = (max - min) / 31, m = min; codes trunc((x - min) / d + 0.5). */
+static void quant_q5_1(const float *x, unsigned char *b)
+{
+	float min = FLT_MAX, max = -FLT_MAX;
+	for (int j = 0; j < 32; j++) {
+		min = x[j] < min ? x[j] : min;
+		max = x[j] > max ? x[j] : max;
+	}
+	float d = (max - min) / 31, id = d ? 1.0f / d : 0.0f;
+	put_half(b, d);
+	put_half(b + 2, min);
+	uint32_t qh = 0;
+	for (int j = 0; j < 16; j++) {
+		unsigned q0 = (uint8_t)((x[j] - min) * id + 0.5f);
+		unsigned q1 = (uint8_t)((x[16 + j] - min) * id + 0.5f);
+		b[8 + j] = (unsigned char)((q0 & 15) | (q1 & 15) << 4);
+		qh |= (uint32_t)((q0 >> 4) & 1) << j | (uint32_t)((q1 >> 4) & 1) << (j + 16);
+	}
+	put_le32(b + 4, qh);
+}
+
+/* ---- the K-quants: ggml's reference searches (no importance matrix) ---- */
+
+/* v rounded to the nearest integer, ties to even, for |v| < 2^22: adding
+ * 1.5 * 2^23 leaves the integer in the low mantissa bits (ggml's
+ * nearest_int, whose result the codes and scales must match). */
+static int nearest(float v)
+{
+	float t = v + 12582912.0f;
+	uint32_t u;
+	memcpy(&u, &t, 4);
+	return (int)(u & 0x7fffff) - 0x400000;
+}
+
+/* The affine fit of Q4_K and Q5_K's sub-blocks (ggml's make_qkx2_quants,
+ * squared error): x[0..n) ~ scale * L + mn with mn <= 0 and codes L in
+ * 0..nmax, weighted by w. Starting from the range [min(x, 0), max(x)], it
+ * tries nstep + 1 more code spacings, (nmax + rmin + rdelta * is) per
+ * range, each with the least-squares scale and min for its codes, and
+ * keeps the one of least weighted error (the first on ties). Returns the
+ * scale and -mn in *neg_min; L the codes. n is at most 32. */
+static float fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
+			float *neg_min, float rmin, float rdelta, int nstep)
+{
+	float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
+	for (int i = 1; i < n; i++) {
+		min = x[i] < min ? x[i] : min;
+		max = x[i] > max ? x[i] : max;
+		sum_w += w[i];
+		sum_x += w[i] * x[i];
+	}
+	if (min > 0)
+		min = 0;
+	if (max == min) {
+		memset(L, 0, (size_t)n);
+		*neg_min = -min;
+		return 0;
+	}
+	float iscale = (float)nmax / (max - min), scale = 1 / iscale, best = 0;
+	for (int i = 0; i < n; i++) {
+		int l = nearest(iscale * (x[i] - min));
+		L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+		float diff = scale * (float)L[i] + min - x[i];
+		best += w[i] * (diff * diff);
+	}
+	uint8_t aux[32];
+	for (int is = 0; is <= nstep; is++) {
+		iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
+		float sl = 0, sl2 = 0, sxl = 0;
+		for (int i = 0; i < n; i++) {
+			int l = nearest(iscale * (x[i] - min));
+			l = l < 0 ? 0 : l > nmax ? nmax : l;
+			aux[i] = (uint8_t)l;
+			float wl = w[i] * (float)l;
+			sl += wl;
+			sl2 += wl * (float)l;
+			sxl += wl * x[i];
+		}
+		float D = sum_w * sl2 - sl * sl;
+		if (!(D > 0))
+			continue;
+		float s = (sum_w * sxl - sum_x * sl) / D, m = (sl2 * sum_x - sl * sxl) / D;
+		if (m > 0) {
+			m = 0;
+			s = sxl / sl2;
+		}
+		float err = 0;
+		for (int i = 0; i < n; i++) {
+			float diff = s * (float)aux[i] + m - x[i];
+			err += w[i] * (diff * diff);
+		}
+		if (err < best) {
+			memcpy(L, aux, (size_t)n);
+			best = err;
+			scale = s;
+			min = m;
+		}
+	}
+	*neg_min = -min;
+	return scale;
+}
+
+/* Q4_K (bits 4) and Q5_K (bits 5), one super-block of 256 into b: each
+ * sub-block of 32 fitted by fit_affine with weights rms(sub-block) + |x|;
+ * d = max scale / 63, dmin = max min / 63, the 6-bit sc and m nearest to
+ * scale / d and min / dmin; then every code re-rounded against the stored
+ * halves: nearest((x + dmin * m) / (d * sc)), clamped (a sub-block whose
+ * d * sc is 0 keeps its fitted codes). */
+static void quant_q45_k(const float *x, unsigned char *b, int bits)
+{
+	int nmax = (1 << bits) - 1;
+	float rmin = bits == 4 ? -1.0f : -0.5f;
+	int nstep = bits == 4 ? 20 : 15;
+	uint8_t L[256];
+	float sc[8], mn[8], w[32], max_sc = 0, max_mn = 0;
+	for (int j = 0; j < 8; j++) {
+		const float *xj = x + 32 * j;
+		float sum2 = 0;
+		for (int l = 0; l < 32; l++)
+			sum2 += xj[l] * xj[l];
+		float av = sqrtf(sum2 / 32);
+		for (int l = 0; l < 32; l++)
+			w[l] = av + fabsf(xj[l]);
+		sc[j] = fit_affine(32, nmax, xj, w, L + 32 * j, &mn[j], rmin, 0.1f, nstep);
+		max_sc = sc[j] > max_sc ? sc[j] : max_sc;
+		max_mn = mn[j] > max_mn ? mn[j] : max_mn;
+	}
+	float inv_sc = max_sc > 0 ? 63.0f / max_sc : 0.0f, inv_mn = max_mn > 0 ? 63.0f / max_mn : 0.0f;
+	unsigned char *s = b + 4;
+	memset(s, 0, 12);
+	for (int j = 0; j < 8; j++) {
+		int ls = (uint8_t)nearest(inv_sc * sc[j]), lm = (uint8_t)nearest(inv_mn * mn[j]);
+		ls = ls < 63 ? ls : 63;
+		lm = lm < 63 ? lm : 63;
+		if (j < 4) {
+			s[j] = (unsigned char)ls;
+			s[j + 4] = (unsigned char)lm;
+		} else {
+			s[j + 4] = (unsigned char)((ls & 15) | (lm & 15) << 4);
+			s[j - 4] |= (unsigned char)((ls >> 4) << 6);
+			s[j] |= (unsigned char)((lm >> 4) << 6);
+		}
+	}
+	put_half(b, max_sc / 63.0f);
+	put_half(b + 2, max_mn / 63.0f);
+	float d = half(b), dmin = half(b + 2);
+	for (int j = 0; j < 8; j++) {
+		int isc, im;
+		scale_min(j, s, &isc, &im);
+		float dj = d * (float)isc;
+		if (!dj)
+			continue;
+		float dm = dmin * (float)im;
+		for (int l = 0; l < 32; l++) {
+			int q = nearest((x[32 * j + l] + dm) / dj);
+			L[32 * j + l] = (uint8_t)(q < 0 ? 0 : q > nmax ? nmax : q);
+		}
+	}
+	/* sub-blocks 2g and 2g+1 share the 32 bytes of group g: low, high
+	 * nibble; Q5_K's fifth bits: bit 2g (2g+1) of qh[l] */
+	unsigned char *qh = bits == 5 ? b + 16 : NULL, *qs = qh ? b + 48 : b + 16;
+	if (qh)
+		memset(qh, 0, 32);
+	for (int g = 0; g < 4; g++)
+		for (int l = 0; l < 32; l++) {
+			int lo = L[64 * g + l], hi = L[64 * g + 32 + l];
+			qs[32 * g + l] = (unsigned char)((lo & 15) | (hi & 15) << 4);
+			if (qh)
+				qh[l] |= (unsigned char)((lo >> 4) << (2 * g) | (hi >> 4) << (2 * g + 1));
+		}
+}
+
+/* The symmetric fit of Q6_K's sub-blocks (ggml's make_qx_quants with
+ * weights x^2): codes L - 32 in -32..31 for scale * (L - 32) ~ x[0..16).
+ * From the spacing -32 / m (m the value of largest magnitude, the first
+ * on ties) and 18 more, -(32 + 0.1 * is) / m for is = -9..9 but 0, keeps
+ * the least-squares scale of the one that fits best. Returns the scale
+ * (0 for an all-zero sub-block, with codes 0). */
+static float fit_symmetric(const float *x, uint8_t *L)
+{
+	float max = extreme(x, 16);
+	if (fabsf(max) < 1e-15f) {
+		memset(L, 0, 16);
+		return 0;
+	}
+	float scale = 0, best = 0;
+	for (int is = 0; is <= 18; is++) {
+		int k = is == 0 ? 0 : is <= 9 ? is - 10 : is - 9;
+		float iscale = k ? -(32 + 0.1f * (float)k) / max : -32.0f / max;
+		float slx = 0, sl2 = 0;
+		for (int i = 0; i < 16; i++) {
+			int l = nearest(iscale * x[i]);
+			l = l < -32 ? -32 : l > 31 ? 31 : l;
+			float w = x[i] * x[i];
+			slx += w * x[i] * (float)l;
+			sl2 += w * (float)l * (float)l;
+		}
+		if (is == 0) {
+			scale = sl2 ? slx / sl2 : 0.0f;
+			best = scale * slx;
+		} else if (!(sl2 > 0 && slx * slx > best * sl2)) {
+			continue;
+		} else {
+			scale = slx / sl2;
+			best = scale * slx;
+		}
+		for (int i = 0; i < 16; i++) {
+			int l = nearest(iscale * x[i]);
+			L[i] = (uint8_t)(32 + (l < -32 ? -32 : l > 31 ? 31 : l));
+		}
+	}
+	return scale;
+}
+
+/* Q6_K, one super-block of 256 into b: each sub-block of 16 fitted by
+ * fit_symmetric; with m the scale of largest magnitude, d = m / -128 and
+ * the 8-bit scales nearest(-128 * scale / m) (at most 127); then every code
+ * re-rounded against the stored half: nearest(x / (d * sc)) + 32, clamped
+ * to 0..63 (a sub-block whose d * sc is 0 keeps its fitted codes). An
+ * all-zero super-block is all zero bytes. */
+static void quant_q6_k(const float *x, unsigned char *b)
+{
+	uint8_t L[256];
+	float sc[16];
+	for (int j = 0; j < 16; j++)
+		sc[j] = fit_symmetric(x + 16 * j, L + 16 * j);
+	float max = extreme(sc, 16);
+	memset(b, 0, 210);
+	if (fabsf(max) < 1e-15f)
+		return;
+	float iscale = -128.0f / max;
+	put_half(b + 208, 1 / iscale);
+	for (int j = 0; j < 16; j++) {
+		int q = nearest(iscale * sc[j]);
+		b[192 + j] = (unsigned char)(int8_t)(q < 127 ? q : 127);
+	}
+	float d = half(b + 208);
+	for (int j = 0; j < 16; j++) {
+		float dj = d * (float)(int8_t)b[192 + j];
+		if (!dj)
+			continue;
+		for (int l = 0; l < 16; l++) {
+			int q = nearest(x[16 * j + l] / dj);
+			L[16 * j + l] = (uint8_t)(32 + (q < -32 ? -32 : q > 31 ? 31 : q));
+		}
+	}
+	/* element e = 128 h + 32 k + l (k < 4, l < 32): low nibble in
+	 * ql[64 h + 32 (k % 2) + l] (high nibble when k >= 2), top two bits
+	 * at bit 2k of qh[32 h + l] (as gguf_kdecode reads them) */
+	for (int e = 0; e < 256; e++) {
+		int h = e / 128, k = e % 128 / 32, l = e % 32;
+		b[64 * h + 32 * (k % 2) + l] |= (unsigned char)((L[e] & 15) << (4 * (k / 2)));
+		b[128 + 32 * h + l] |= (unsigned char)((L[e] >> 4) << (2 * k));
+	}
+}
+
+static void quant_q4_k(const float *x, unsigned char *b)
+{
+	quant_q45_k(x, b, 4);
+}
+
+static void quant_q5_k(const float *x, unsigned char *b)
+{
+	quant_q45_k(x, b, 5);
 }
 
 int gguf_quant(enum gguf_ttype t, const float *src, uint64_t n, void *dst)
@@ -316,11 +608,16 @@ int gguf_quant(enum gguf_ttype t, const float *src, uint64_t n, void *dst)
 		return 0;
 	case GGML_Q8_0: block = quant_q8_0; break;
 	case GGML_Q4_0: block = quant_q4_0; break;
+	case GGML_Q5_0: block = quant_q5_0; break;
+	case GGML_Q5_1: block = quant_q5_1; break;
+	case GGML_Q4_K: block = quant_q4_k; break;
+	case GGML_Q5_K: block = quant_q5_k; break;
+	case GGML_Q6_K: block = quant_q6_k; break;
 	default:
 		return -1;
 	}
-	uint64_t bs = gguf_ttype_size(t);
-	for (uint64_t i = 0; i < n / 32; i++)
-		block(src + 32 * i, d + bs * i);
+	uint64_t qk = gguf_ttype_block(t), bs = gguf_ttype_size(t);
+	for (uint64_t i = 0; i < n / qk; i++)
+		block(src + qk * i, d + bs * i);
 	return 0;
 }

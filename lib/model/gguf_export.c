@@ -21,12 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* llama.cpp's general.file_type for each output type. */
-static uint32_t file_type(enum gguf_ttype t)
-{
-	return t == GGML_BF16 ? 32 : t == GGML_F16 ? 1 : t == GGML_Q8_0 ? 7 : 2;
-}
-
 /* The vocabulary of tokenizer.json as arrays over [0, n): v's strings
  * point into j's and into pads (n slots of 24 bytes). */
 static int vocab_of(const cJSON *j, int n, struct bpe_vocab *v, char *pads,
@@ -95,7 +89,7 @@ static int vocab_of(const cJSON *j, int n, struct bpe_vocab *v, char *pads,
 }
 
 static void metadata(struct gguf_writer *w, const struct gguf_out_model *m,
-		     const struct bpe_vocab *v, enum gguf_ttype type)
+		     const struct bpe_vocab *v, enum gguf_mix mix)
 {
 	const struct model_config *c = m->cfg;
 	gguf_w_str(w, "general.architecture", "qwen2", 5);
@@ -108,8 +102,8 @@ static void metadata(struct gguf_writer *w, const struct gguf_out_model *m,
 	gguf_w_u32(w, "qwen2.attention.head_count_kv", (uint32_t)c->n_kv_heads);
 	gguf_w_f32(w, "qwen2.rope.freq_base", (float)c->rope_theta);
 	gguf_w_f32(w, "qwen2.attention.layer_norm_rms_epsilon", (float)c->rms_norm_eps);
-	gguf_w_u32(w, "general.file_type", file_type(type));
-	if (type == GGML_Q8_0 || type == GGML_Q4_0)
+	gguf_w_u32(w, "general.file_type", (uint32_t)mix);
+	if (mix != GGUF_MIX_BF16 && mix != GGUF_MIX_F16)
 		gguf_w_u32(w, "general.quantization_version", 2);
 	gguf_w_str(w, "tokenizer.ggml.model", "gpt2", 4);
 	gguf_w_str(w, "tokenizer.ggml.pre", "qwen2", 5);
@@ -134,18 +128,64 @@ static void metadata(struct gguf_writer *w, const struct gguf_out_model *m,
 	}
 }
 
-/* The type tensor t is stored as. */
-static enum gguf_ttype type_of(const struct st_tensor *t, const char *gg, enum gguf_ttype type)
+/* Whether layer i of n gets more bits in Q4_K_M and Q5_K_M (llama.cpp's
+ * use_more_bits): the first and last eighth, and every third between. */
+static bool more_bits(int i, int n)
+{
+	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* The type llama-quantize gives tensor gg (rows of `cols`, in layer `layer`
+ * of n, -1 outside the layers) in a file of mix m; `tied` when the
+ * embedding is also the LM head. The table is docs/gguf.md's. */
+static enum gguf_ttype mix_type(enum gguf_mix m, const char *gg, int64_t cols, int layer, int n,
+				bool tied)
+{
+	static const struct { enum gguf_mix m; enum gguf_ttype base, more; } mixes[] = {
+		{ GGUF_MIX_F16, GGML_F16, GGML_F16 },
+		{ GGUF_MIX_BF16, GGML_BF16, GGML_BF16 },
+		{ GGUF_MIX_Q8_0, GGML_Q8_0, GGML_Q8_0 },
+		{ GGUF_MIX_Q4_0, GGML_Q4_0, GGML_Q4_0 },
+		{ GGUF_MIX_Q4_K_M, GGML_Q4_K, GGML_Q6_K },
+		{ GGUF_MIX_Q5_K_M, GGML_Q5_K, GGML_Q6_K },
+		{ GGUF_MIX_Q6_K, GGML_Q6_K, GGML_Q6_K },
+	};
+	size_t k = 0;
+	while (mixes[k].m != m)
+		k++;
+	enum gguf_ttype t = mixes[k].base;
+	bool head = !strcmp(gg, "output.weight") || (tied && !strcmp(gg, "token_embd.weight"));
+	if (t == GGML_F16 || t == GGML_BF16 || t == GGML_Q8_0)
+		return t;
+	if (head)  /* Q6_K, or Q8_0 when the rows do not fill the base type's blocks */
+		t = cols % (int64_t)gguf_ttype_block(t) ? GGML_Q8_0 : GGML_Q6_K;
+	else if (layer >= 0 && (strstr(gg, ".attn_v.") || strstr(gg, ".ffn_down.")) &&
+		 more_bits(layer, n))
+		t = mixes[k].more;
+	/* rows that are not a whole number of blocks (256 weights for the
+	 * K-quants): a type of blocks of 32, else F16 */
+	if (cols % (int64_t)gguf_ttype_block(t))
+		t = t == GGML_Q4_K ? GGML_Q5_0 : t == GGML_Q5_K ? GGML_Q5_1 : GGML_Q8_0;
+	if (cols % (int64_t)gguf_ttype_block(t))
+		t = GGML_F16;
+	return t;
+}
+
+/* The type tensor t (GGUF name gg) is stored as. */
+static enum gguf_ttype type_of(const struct gguf_out_model *m, const struct st_tensor *t,
+			       const char *gg, enum gguf_mix mix)
 {
 	if (t->ndim == 1)
 		return GGML_F32;
-	if (type == GGML_Q4_0 && (!strcmp(gg, "token_embd.weight") || !strcmp(gg, "output.weight")))
-		return GGML_Q8_0;
-	return type;
+	int layer = -1;
+	if (sscanf(gg, "blk.%d.", &layer) != 1)
+		layer = -1;
+	return mix_type(mix, gg, t->shape[t->ndim - 1], layer, m->cfg->n_layers,
+			m->cfg->tie_embeddings);
 }
 
 static int tensors(struct gguf_writer *w, const struct gguf_out_model *m,
-		   enum gguf_ttype type, const char *name, struct err *e)
+		   enum gguf_mix mix, const char *name, struct err *e)
 {
 	for (int i = 0; i < m->st->ntensors; i++) {
 		const struct st_tensor *t = &m->st->tensors[i];
@@ -158,19 +198,19 @@ static int tensors(struct gguf_writer *w, const struct gguf_out_model *m,
 		int64_t ne[ST_MAX_DIMS];
 		for (int d = 0; d < t->ndim; d++)
 			ne[d] = t->shape[t->ndim - 1 - d];
-		gguf_w_tensor(w, gg, type_of(t, gg, type), t->ndim, ne);
+		gguf_w_tensor(w, gg, type_of(m, t, gg, mix), t->ndim, ne);
 	}
 	return 0;
 }
 
 static int data(struct gguf_writer *w, FILE *fp, const struct gguf_out_model *m,
-		enum gguf_ttype type, const char *name, struct err *e)
+		enum gguf_mix mix, const char *name, struct err *e)
 {
 	for (int i = 0; i < m->st->ntensors; i++) {
 		const struct st_tensor *t = &m->st->tensors[i];
 		char gg[GGUF_MAX_NAME + 64];
 		gguf_from_hf(t->name, gg, sizeof gg);
-		enum gguf_ttype tt = type_of(t, gg, type);
+		enum gguf_ttype tt = type_of(m, t, gg, mix);
 		float *x = malloc(sizeof(float) * (size_t)t->nelem);
 		void *q = malloc((size_t)(t->nelem / gguf_ttype_block(tt) * gguf_ttype_size(tt)));
 		if (!x || !q) {
@@ -197,7 +237,7 @@ static int data(struct gguf_writer *w, FILE *fp, const struct gguf_out_model *m,
 	return 0;
 }
 
-int gguf_write_model(const char *out, const struct gguf_out_model *m, enum gguf_ttype type,
+int gguf_write_model(const char *out, const struct gguf_out_model *m, enum gguf_mix mix,
 		     struct err *e)
 {
 	struct bpe_vocab v = { 0 };
@@ -215,10 +255,10 @@ int gguf_write_model(const char *out, const struct gguf_out_model *m, enum gguf_
 	}
 	if (vocab_of(j, m->cfg->vocab_size, &v, pads, &pairs, m->tok_name, e) < 0)
 		goto out;
-	metadata(&w, m, &v, type);
-	if (tensors(&w, m, type, m->name, e) < 0 || outfile_open(&of, out, e) < 0)
+	metadata(&w, m, &v, mix);
+	if (tensors(&w, m, mix, m->name, e) < 0 || outfile_open(&of, out, e) < 0)
 		goto out;
-	if (gguf_w_header(&w, of.fp, out, e) < 0 || data(&w, of.fp, m, type, out, e) < 0) {
+	if (gguf_w_header(&w, of.fp, out, e) < 0 || data(&w, of.fp, m, mix, out, e) < 0) {
 		outfile_abort(&of);
 		goto out;
 	}

@@ -24,11 +24,26 @@ struct gguf_out_model {
 	const char *chat_template;        /* tokenizer_config.json's, or NULL */
 };
 
-/* Writes m to out with its matrices as type (BF16, F16, Q8_0 or Q4_0; with
- * Q4_0 the embedding and the LM head are Q8_0, as llama-quantize's Q4_0
- * mix has them) and its vectors as F32, whole or not at all
- * (lib/core/outfile.h). 0, or -1 with e (nothing left on disk). */
-int gguf_write_model(const char *out, const struct gguf_out_model *m, enum gguf_ttype type,
+/* A file's mix: which type each tensor gets (gguf_export.c's mix_type).
+ * The values are llama.cpp's general.file_type (LLAMA_FTYPE_*). */
+enum gguf_mix {
+	GGUF_MIX_F16 = 1,
+	GGUF_MIX_Q4_0 = 2,
+	GGUF_MIX_Q8_0 = 7,
+	GGUF_MIX_Q4_K_M = 15,
+	GGUF_MIX_Q5_K_M = 17,
+	GGUF_MIX_Q6_K = 18,
+	GGUF_MIX_BF16 = 32,
+};
+
+/* Writes m to out with its vectors as F32 and its matrices as llama.cpp's
+ * llama-quantize (without an importance matrix) would store them in a file
+ * of that mix: BF16, F16 and Q8_0 every matrix; Q4_0 with the embedding and
+ * the LM head Q8_0; Q4_K_M, Q5_K_M and Q6_K by the table in docs/gguf.md
+ * (K-quants where the row length is a multiple of 256, else their
+ * fallbacks Q5_0, Q5_1, Q8_0). Whole or not at all (lib/core/outfile.h).
+ * 0, or -1 with e (nothing left on disk). */
+int gguf_write_model(const char *out, const struct gguf_out_model *m, enum gguf_mix mix,
 		     struct err *e);
 
 #endif

@@ -610,14 +610,55 @@ static int compare_with(const char *ours, const char *json, const char *only)
 	return n;
 }
 
+/* Every tensor of a golden byte record (shakespeare-tiny.LEVEL.bytes.json
+ * in tests/golden/gguf: gguf-py's name, type, byte count and SHA-256 of the
+ * stored bytes of each tensor of llama-quantize's file) against the same
+ * tensor of our file: the same type, and byte for byte the same data.
+ * Returns how many matched. */
+static int same_bytes(const char *ours, const char *json)
+{
+	cJSON *j = load_json(json);
+	struct gguf_file f;
+	struct err e;
+	int n = 0;
+	if (!j || gguf_open(&f, ours, &e) < 0) {
+		CHECK(0, "%s against %s: %s", ours, json, j ? e.msg : "no record");
+		cJSON_Delete(j);
+		return 0;
+	}
+	for (const cJSON *t = cJSON_GetObjectItem(j, "tensors")->child; t; t = t->next) {
+		const char *name = cJSON_GetObjectItem(t, "name")->valuestring;
+		const char *type = cJSON_GetObjectItem(t, "type")->valuestring;
+		const struct gguf_tensor *g = gguf_find_tensor(&f, name);
+		char hex[65] = "";
+		if (g) {
+			struct sha256 s;
+			sha256_init(&s);
+			sha256_update(&s, g->data, g->bytes);
+			sha256_hex(&s, hex);
+		}
+		bool ok = g && !strcmp(gguf_ttype_name(g->type), type) &&
+			  !strcmp(hex, cJSON_GetObjectItem(t, "sha256")->valuestring);
+		CHECK(ok, "%s: %s: %s with bytes %s; llama-quantize's %s", ours, name,
+		      g ? gguf_ttype_name(g->type) : "absent", hex, type);
+		n += ok;
+	}
+	gguf_close(&f);
+	cJSON_Delete(j);
+	return n;
+}
+
 /* quantize --format gguf, through the library: the bundled model written
  * at each level, read back by our reader, and compared with what
  * llama.cpp's tools wrote from the same weights (gguf-py's digests): our
  * bf16 and f16 files hold llama.cpp's values (f16 is bf16 rounded to
  * nearest even), our q4_0 file is llama-quantize's Q4_0 mix bit for bit
  * (its quantize_row_q4_0_ref and _q8_0_ref), and every tensor llama.cpp
- * stored as Q8_0 in any of its files is what our q8_0 file holds. The
- * files load as models with the bundled model's config. */
+ * stored as Q8_0 in any of its files is what our q8_0 file holds; our
+ * q4_k_m, q5_k_m and q6_k files are llama-quantize's byte for byte, every
+ * tensor (its Q4_K, Q5_K and Q6_K searches, and the Q5_0, Q5_1 and Q8_0
+ * fallbacks of rows of 64). The files load as models with the bundled
+ * model's config. */
 static void test_write(void)
 {
 	char dir[] = "/tmp/test_gguf.XXXXXX";
@@ -639,14 +680,16 @@ static void test_write(void)
 	struct gguf_out_model m = { .name = "shakespeare-tiny", .st = &st, .cfg = &cfg,
 				    .gen = &gen, .tok_json = (const char *)tok.data,
 				    .tok_len = tok.size, .tok_name = "tokenizer.json" };
-	static const struct { const char *level; enum gguf_ttype t; } lv[] = {
-		{ "bf16", GGML_BF16 }, { "f16", GGML_F16 }, { "q8_0", GGML_Q8_0 },
-		{ "q4_0", GGML_Q4_0 },
+	static const struct { const char *level; enum gguf_mix mix; } lv[] = {
+		{ "bf16", GGUF_MIX_BF16 }, { "f16", GGUF_MIX_F16 }, { "q8_0", GGUF_MIX_Q8_0 },
+		{ "q4_0", GGUF_MIX_Q4_0 }, { "q4_k_m", GGUF_MIX_Q4_K_M },
+		{ "q5_k_m", GGUF_MIX_Q5_K_M }, { "q6_k", GGUF_MIX_Q6_K },
 	};
-	char path[4][96];
-	for (int i = 0; i < 4; i++) {
+	enum { NLV = sizeof lv / sizeof lv[0] };
+	char path[NLV][96];
+	for (int i = 0; i < NLV; i++) {
 		snprintf(path[i], sizeof path[i], "%s/ours.%s.gguf", dir, lv[i].level);
-		int rc = gguf_write_model(path[i], &m, lv[i].t, &e);
+		int rc = gguf_write_model(path[i], &m, lv[i].mix, &e);
 		CHECK(rc == 0, "write %s: %s", path[i], rc ? e.msg : "");
 		struct model mm;
 		if (load_ok(&mm, path[i], 0) == 0) {
@@ -663,6 +706,12 @@ static void test_write(void)
 	int q8 = compare_with(path[2], GG "shakespeare-tiny.q4_0.json", "Q8_0") +
 		 compare_with(path[2], GG "shakespeare-tiny.q4_k_m.json", "Q8_0");
 	CHECK(q8 == 4, "q8_0: %d of llama.cpp's Q8_0 tensors compared", q8);
+	for (int i = 4; i < NLV; i++) {
+		char rec[128];
+		snprintf(rec, sizeof rec, GG "shakespeare-tiny.%s.bytes.json", lv[i].level);
+		CHECK(same_bytes(path[i], rec) == 50, "%s: 50 tensors, llama-quantize's bytes",
+		      lv[i].level);
+	}
 	/* every matrix of our q8_0 file (4 layers of 7, and the tied
 	 * embedding) runs on the grouped int8 kernels */
 	test_quant_model(path[2], 0, 29, 0);
@@ -683,10 +732,53 @@ static void test_write(void)
 		special += tok_is_special(t, id);
 	CHECK(t && special == 14, "our file's tokenizer: 14 special tokens, as tokenizer.json");
 	tok_free(t);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < NLV; i++)
 		unlink(path[i]);
 	rmdir(dir);
 	mapfile_close(&tok);
+	st_close(&st);
+}
+
+/* The k-quant mixes on a model whose rows are multiples of 256
+ * (tests/fixtures/qwen-shapes: hidden 256, ffn 704, 2 layers, an LM head
+ * of its own): Q4_K, Q5_K and Q6_K on every matrix but ffn_down (704 wide:
+ * the Q5_0, Q5_1, Q8_0 fallbacks), 8320 Q4_K or Q5_K super-blocks and
+ * 4224 to 12544 Q6_K ones per file, all byte for byte llama-quantize's
+ * (tests/golden/gguf/qwen-shapes.LEVEL.bytes.json). The tokenizer is three
+ * tokens: the records are of tensors only. */
+static void test_write_shapes(void)
+{
+	static const char tok[] =
+		"{\"model\": {\"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2}, \"merges\": []}, "
+		"\"added_tokens\": []}";
+	static const struct { const char *level; enum gguf_mix mix; } lv[] = {
+		{ "q4_k_m", GGUF_MIX_Q4_K_M }, { "q5_k_m", GGUF_MIX_Q5_K_M },
+		{ "q6_k", GGUF_MIX_Q6_K },
+	};
+	struct st_file st;
+	struct model_config cfg;
+	struct err e;
+	if (config_load(&cfg, "tests/fixtures/qwen-shapes/config.json", &e) < 0 ||
+	    st_open(&st, "tests/fixtures/qwen-shapes/model.safetensors", &e) < 0) {
+		CHECK(0, "qwen-shapes: %s", e.msg);
+		return;
+	}
+	struct gguf_out_model m = { .name = "qwen-shapes", .st = &st, .cfg = &cfg,
+				    .tok_json = tok, .tok_len = strlen(tok),
+				    .tok_name = "tokenizer" };
+	char dir[] = "/tmp/test_gguf.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++) {
+		char path[64], rec[96];
+		snprintf(path, sizeof path, "%s/shapes.%s.gguf", dir, lv[i].level);
+		snprintf(rec, sizeof rec, GG "qwen-shapes.%s.bytes.json", lv[i].level);
+		int rc = gguf_write_model(path, &m, lv[i].mix, &e);
+		CHECK(rc == 0, "write %s: %s", path, rc ? e.msg : "");
+		CHECK(same_bytes(path, rec) == 27, "qwen-shapes %s: 27 tensors, llama-quantize's "
+		      "bytes", lv[i].level);
+		unlink(path);
+	}
+	rmdir(dir);
 	st_close(&st);
 }
 
@@ -711,6 +803,7 @@ int main(void)
 {
 	test_narrow_bf16();
 	test_write();
+	test_write_shapes();
 	test_bf16_model();
 	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0);
 	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 25, 4);

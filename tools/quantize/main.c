@@ -35,6 +35,9 @@
 
 enum { OPT_REPORT = CLI_LONG, OPT_DRY_RUN, OPT_FORMAT };
 
+/* The --level names of --format gguf, for messages. */
+#define GGUF_LEVELS "bf16, f16, q8_0, q4_0, q4_k_m, q5_k_m or q6_k"
+
 static const struct cli_opt opts[] = {
 	{ 0, "MODEL", NULL, "a model directory (config.json, model.safetensors,\n"
 	  "generation_config.json, tokenizer.json), or its\n"
@@ -45,8 +48,9 @@ static const struct cli_opt opts[] = {
 	  "int4: one scale per group along the input, -m/8\n"
 	  "for m the group's weight of largest magnitude,\n"
 	  "codes in [-8, 7];\n"
-	  "with --format gguf: bf16, f16, q8_0 or q4_0\n"
-	  "(llama.cpp's types; q4_0 keeps the embeddings q8_0)" },
+	  "with --format gguf: bf16, f16, q8_0, q4_0,\n"
+	  "q4_k_m, q5_k_m or q6_k: the types llama-quantize\n"
+	  "gives each tensor in such a file (docs/gguf.md)" },
 	{ OPT_FORMAT, "format", "F", "container (default: .q8, .q4) or gguf (llama.cpp's\n"
 	  "format, read by llama.cpp, ollama and this engine)" },
 	{ 'g', "group-size", "N", "int4 group size, a multiple of 32 (default 32)" },
@@ -62,7 +66,7 @@ static const struct cli_spec spec = {
 	.prog = "quantize",
 	.usage = "quantize MODEL -o OUT --level int8|int4 [--group-size N] [--embeddings] "
 		 "[--report FILE] [--dry-run], or quantize MODEL -o OUT.gguf --format gguf "
-		 "--level bf16|f16|q8_0|q4_0",
+		 "--level bf16|f16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k",
 	.about = "Writes a quantized container (.q8, .q4) or a GGUF file from a safetensors model.\n",
 	.opts = opts,
 	.notes = "Progress goes to stderr. Exit status: 0 done, 1 failure, 2 usage.\n",
@@ -201,22 +205,24 @@ static int on_tensor(void *arg, int i, int n, const struct qwrite_info *info, st
 /* --format gguf (lib/model/gguf_export.h). */
 static int write_gguf(const char *model, const char *out, const char *level, bool other)
 {
-	static const struct { const char *name; enum gguf_ttype t; } levels[] = {
-		{ "bf16", GGML_BF16 }, { "f16", GGML_F16 }, { "q8_0", GGML_Q8_0 },
-		{ "q4_0", GGML_Q4_0 },
+	static const struct { const char *name; enum gguf_mix mix; } levels[] = {
+		{ "bf16", GGUF_MIX_BF16 }, { "f16", GGUF_MIX_F16 }, { "q8_0", GGUF_MIX_Q8_0 },
+		{ "q4_0", GGUF_MIX_Q4_0 }, { "q4_k_m", GGUF_MIX_Q4_K_M },
+		{ "q5_k_m", GGUF_MIX_Q5_K_M }, { "q6_k", GGUF_MIX_Q6_K },
 	};
+	const int nlevels = (int)(sizeof levels / sizeof levels[0]);
 	if (other)
 		cli_die_usage("--format gguf takes no --group-size, --embeddings, --report or "
 			      "--dry-run");
 	if (!out)
 		cli_die_usage("-o OUT is required");
 	if (!level)
-		cli_die_usage("--level is required (bf16, f16, q8_0 or q4_0 with --format gguf)");
+		cli_die_usage("--level is required (" GGUF_LEVELS " with --format gguf)");
 	int k = 0;
-	while (k < 4 && strcmp(level, levels[k].name))
+	while (k < nlevels && strcmp(level, levels[k].name))
 		k++;
-	if (k == 4)
-		cli_die_usage("--level: '%s' is not bf16, f16, q8_0 or q4_0 (--format gguf)", level);
+	if (k == nlevels)
+		cli_die_usage("--level: '%s' is not " GGUF_LEVELS " (--format gguf)", level);
 	struct err e;
 	struct source src;
 	source_open(&src, model);
@@ -246,7 +252,7 @@ static int write_gguf(const char *model, const char *out, const char *level, boo
 		.tok_len = src.tok.size, .tok_name = mf->tokenizer,
 		.chat_template = cJSON_IsString(tmpl) ? tmpl->valuestring : NULL,
 	};
-	if (gguf_write_model(out, &m, levels[k].t, &e) < 0)
+	if (gguf_write_model(out, &m, levels[k].mix, &e) < 0)
 		cli_die_err(&e);
 	fprintf(stderr, "quantize: %s: GGUF, %s matrices\n", out, level);
 	cJSON_Delete(tcj);
