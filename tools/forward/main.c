@@ -82,8 +82,10 @@ static const struct cli_opt opts[] = {
 	{ OPT_DRAFT, "draft", "K", "generation: guess up to K next tokens from the\n"
 	  "context (prompt lookup) and run them with each\n"
 	  "token in one batch; the sampler verifies them, so\n"
-	  "the tokens are the same as without (default 4;\n"
-	  "0 = off)" },
+	  "the tokens are the same as without (0 = off;\n"
+	  "default 4 where the products run on int8 or bf16\n"
+	  "activations, 0 on float32 ones, where a batch\n"
+	  "costs about what its tokens would)" },
 	{ OPT_DRAFT_NGRAM, "draft-ngram", "N", "with --draft: the longest n-gram looked up in\n"
 	  "the context, tried from N down to 1 (default 3)" },
 	{ 't', "threads", "N", "worker threads (default: the physical cores)" },
@@ -638,8 +640,6 @@ int main(int argc, char **argv)
 		cli_die_usage("--all needs --score (or stdout a file)");
 	if (no_cache && draft_k > 0)
 		cli_die_usage("--draft needs the cache (--no-cache runs one token at a time)");
-	if (draft_k < 0)
-		draft_k = no_cache ? 0 : DRAFT_K;
 	int bad_env;
 	fo.level = cpu_level_env(&bad_env);
 	if (bad_env)
@@ -660,6 +660,8 @@ int main(int argc, char **argv)
 			  "first)", path);
 	if ((fo.act8 = forward_act8_prepare(&m, f32act, &e)) < 0)
 		cli_die("%s: %s", path, e.msg);
+	if (draft_k < 0)  /* docs/performance.md, speculative decoding */
+		draft_k = no_cache || !(fo.act8 || fo.b16act) ? 0 : DRAFT_K;
 	if (fo.b16act && !forward_has_bf16_weights(&m))
 		cli_die_usage("--bf16-activations: %s has no bf16 weights (%s)", path,
 			  mo.f32 ? "--f32 widened them" : "it stores none");
