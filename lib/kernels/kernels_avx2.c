@@ -6,6 +6,7 @@
  * other kernels are kernels_simd.h's, on the lane primitives below.
  * Called only when cpu_detect() says CPU_AVX2 or better. */
 #include "kernels/kernels.h"
+#include "kernels/hsum.h"
 #include "kernels/prefetch.h"
 #include "core/bf16.h"
 
@@ -166,12 +167,7 @@ AI __m256 pow2i8(__m256 n)
 		_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
 }
 AI V v_pow2i(V n) { return v_pair(pow2i8(n.lo), pow2i8(n.hi)); }
-AI float v_fold(V v)
-{
-	float s[KDOT_LANES];
-	spill(s, v.lo, v.hi);
-	return kern_sum16(s);
-}
+AI float v_fold(V v) { return hsum_256x2(v.lo, v.hi); }
 AI float v_hmax(V v)
 {
 	__m256 m = _mm256_max_ps(v.lo, v.hi);

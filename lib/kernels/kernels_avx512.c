@@ -5,6 +5,7 @@
  * products are here; the other kernels are kernels_simd.h's, on the lane
  * primitives below. Called only when cpu_detect() says CPU_AVX512. */
 #include "kernels/kernels.h"
+#include "kernels/hsum.h"
 #include "kernels/prefetch.h"
 
 #include <immintrin.h>
@@ -14,15 +15,6 @@
 AI __mmask16 tail_mask(int n)
 {
 	return (__mmask16)((1u << n) - 1u);
-}
-
-/* The fold of kern_sum16: s[j] += s[j + w] for w = 8, 4, 2, 1. */
-AI float hsum(__m512 v)
-{
-	__m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-	__m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-	__m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-	return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
 }
 
 AI __m512 ld_f32(const float *p)
@@ -109,7 +101,7 @@ AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
 	}                                                                     \
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
 	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
-		y[(size_t)(t0 + j) * ldy + r + i] = hsum(acc[i][j]);          \
+		y[(size_t)(t0 + j) * ldy + r + i] = hsum_512(acc[i][j]);          \
 }
 
 /* Rows in blocks of 4 (W rows stay in cache across the inputs), inputs in
@@ -174,28 +166,6 @@ MATMUL(rows_f16, block_f16, uint16_t, float, static)
 #define PK_GROUP 48
 #define PK_MIN_T 16
 
-/* The fold of kern_sum16 on each of a[0..7], done together: each step
- * adds the same pairs of lanes as hsum, for eight accumulators in a few
- * shuffles. Returns the eight sums in order. */
-AI __m256 hsum8(const __m512 a[8])
-{
-	__m512 p[4], q[2];
-	for (int i = 0; i < 4; i++)  /* s[j] + s[j + 8]: [a.lo, b.lo] + [a.hi, b.hi] */
-		p[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-				     _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-	for (int i = 0; i < 2; i++)  /* + s[j + 4]: quarter i of q is accumulator i's */
-		q[i] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-				     _mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-	/* + s[j + 2]: in quarter i, accumulator i's two sums, then i + 4's */
-	__m512 u = _mm512_add_ps(_mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(1, 0, 1, 0)),
-				 _mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 2, 3, 2)));
-	/* + s[j + 1]: element 0 of quarter i is accumulator i, element 1 is i + 4 */
-	__m512 v = _mm512_add_ps(_mm512_shuffle_ps(u, u, _MM_SHUFFLE(2, 0, 2, 0)),
-				 _mm512_shuffle_ps(u, u, _MM_SHUFFLE(3, 1, 3, 1)));
-	const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-	return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, v));
-}
-
 /* Columns [k0, k1) of the panel's RB rows (pk, cp apart) against inputs
  * t0 .. t0 + TB - 1 (RB, TB constants where this is inlined). The sums
  * start from spill (zero when k0 is 0); after the last columns they are
@@ -248,11 +218,11 @@ AI void pk_tile(float *y, int ldy, const float *pk, int cp, int cols, int k0, in
 			__m512 col[PK_ROWS];
 			_Pragma("GCC unroll 8") for (int i = 0; i < PK_ROWS; i++)
 				col[i] = acc[i][j];
-			_mm256_storeu_ps(yt, hsum8(col));
+			_mm256_storeu_ps(yt, hsum_512x8(col));
 			continue;
 		}
 		_Pragma("GCC unroll 8") for (int i = 0; i < RB; i++)
-			yt[i] = hsum(acc[i][j]);
+			yt[i] = hsum_512(acc[i][j]);
 	}
 }
 
@@ -374,7 +344,7 @@ DPBF16 AI void block_b16(float *y, int ldy, const uint16_t *w, int cols, int r,
 	}
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
-		y[(size_t)(t0 + j) * ldy + r + i] = hsum(acc[i][j]);
+		y[(size_t)(t0 + j) * ldy + r + i] = hsum_512(acc[i][j]);
 }
 
 MATMUL(matmul_b16_dpbf16, block_b16, uint16_t, uint16_t, DPBF16 static)
@@ -410,7 +380,7 @@ AI V v_pow2i(V n)
 	return _mm512_castsi512_ps(_mm512_slli_epi32(
 		_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
 }
-AI float v_fold(V v) { return hsum(v); }
+AI float v_fold(V v) { return hsum_512(v); }
 AI float v_hmax(V v) { return _mm512_reduce_max_ps(v); }
 
 #include "kernels/kernels_simd.h"

@@ -2,6 +2,7 @@
  * for lib/kernels/quant_simd.h, the 16 canonical lanes in two ymm (lanes 0-7 in
  * lo, 8-15 in hi). */
 #include "kernels/quant_isa.h"
+#include "kernels/hsum.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -68,7 +69,7 @@ static inline A ascale(A g, float s, A acc)
 
 static inline float afold(A a)
 {
-	return quant_fold8(_mm256_add_ps(a.lo, a.hi));
+	return hsum_256x2(a.lo, a.hi);
 }
 
 #include "kernels/quant_simd.h"

@@ -2,6 +2,7 @@
  * the steps for lib/kernels/quant_simd.h, the 16 canonical lanes in one zmm. The
  * int8 widening is one vpmovsxbd per 16 weights. */
 #include "kernels/quant_isa.h"
+#include "kernels/hsum.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -66,8 +67,7 @@ static inline A ascale(A g, float s, A acc)
 
 static inline float afold(A a)
 {
-	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
-	return quant_fold8(h);
+	return hsum_512(a);
 }
 
 #include "kernels/quant_simd.h"

@@ -23,17 +23,5 @@ quant_matmul_fn q8g_matmul_avx2, q8g_matmul_avx512;
  * bits 32 values at a time (AVX-512). */
 void q8a_quantize_scalar(const float *x, int n, struct q8act *a);
 void q8a_quantize_avx512(const float *x, int n, struct q8act *a);
-#ifdef __AVX__
-#include <immintrin.h>
-/* The canonical fold's last three halvings (lanes j += j + 4, j + 2, j + 1)
- * of 8 partial sums that are already s[j] + s[j + 8]. */
-static inline float quant_fold8(__m256 h)
-{
-	__m128 v = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-	v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-	v = _mm_add_ss(v, _mm_movehdup_ps(v));
-	return _mm_cvtss_f32(v);
-}
-#endif
 
 #endif
