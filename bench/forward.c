@@ -79,7 +79,7 @@ static double bandwidth(int threads)
  * slice of a projection small enough (about 1 ms) that the best repetition
  * ran without being preempted on a shared machine:
  * OpenBLAS sgemm, our f32 kernel, our bf16 kernel, and our bf16 kernel with
- * bf16 activations (matmul_b16, the inputs rounded once beforehand). */
+ * bf16 activations (dot_b16, the inputs rounded once beforehand). */
 static void gemm_gflops(double out[4])
 {
 	enum { M = PREFILL, N = 512, K = 896, REPS = 300 };
@@ -95,6 +95,8 @@ static void gemm_gflops(double out[4])
 		w[i] = (float)(i % 5) * 0.1f;
 	}
 	const struct kernels *k = kernels_for(cpu_level_env(NULL));
+	const struct wmat wf = { .type = WT_F32, .rows = N, .cols = K, .data = w };
+	const struct wmat wbf = { .type = WT_BF16, .rows = N, .cols = K, .data = wb };
 	openblas_set_num_threads(1);
 	double best[4] = { 1e9, 1e9, 1e9, 1e9 };
 	for (int r = 0; r < REPS; r++) {
@@ -103,11 +105,14 @@ static void gemm_gflops(double out[4])
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, x, K, w, K,
 			    0, y, N);
 		t[1] = time_now();
-		k->matmul_f32(y, N, w, K, 0, 0, N, x, K, M);
+		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = N, .w = &wf, .r0 = 0, .r1 = N,
+						  .x = x, .ldx = K, .T = M });
 		t[2] = time_now();
-		k->matmul_bf16(y, N, wb, K, 0, 0, N, x, K, M);
+		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = N, .w = &wbf, .r0 = 0, .r1 = N,
+						  .x = x, .ldx = K, .T = M });
 		t[3] = time_now();
-		k->matmul_b16(y, N, wb, K, 0, 0, N, xb, K, M);
+		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = N, .w = &wbf, .r0 = 0, .r1 = N,
+						  .x = x, .ldx = K, .T = M, .xb = xb });
 		t[4] = time_now();
 		for (int i = 0; i < 4; i++)
 			best[i] = t[i + 1] - t[i] < best[i] ? t[i + 1] - t[i] : best[i];

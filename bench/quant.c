@@ -82,22 +82,23 @@ static struct wmat tiled(const struct wmat *w)
 }
 
 /* T inputs through w (tiled) with int8 activations, quantized inside. */
-static struct spread time_a8(enum cpu_level lv, const struct wmat *w, const float *x,
+static struct spread time_a8(const struct kernels *k, const struct wmat *w, const float *x,
 			     struct q8act *a, float *y, int T)
 {
 	double t[REPS];
 	for (int r = 0; r < REPS; r++) {
 		double t0 = time_now();
 		for (int i = 0; i < T; i++)
-			q8a_quantize(lv, x + (size_t)i * w->cols, w->cols, &a[i]);
-		qtile_matmul(lv, w, y, w->rows, 0, w->rows, a, T);
+			k->q8a_quantize(x + (size_t)i * w->cols, w->cols, &a[i]);
+		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = w->rows, .w = w, .r0 = 0,
+			.r1 = w->rows, .T = T, .xa = a });
 		t[r] = time_now() - t0;
 	}
 	return summarize(t);
 }
 
 /* The prefill part of the record (see the top): "prefill_int8act":{...}. */
-static void prefill(enum cpu_level lv, const struct model_config *c, const struct wmat *src_all)
+static void prefill(const struct kernels *k, const struct model_config *c, const struct wmat *src_all)
 {
 	int rows = c->intermediate_size, cols = c->hidden_size;
 	struct wmat src = *src_all;  /* the first rows of the big bf16 matrix */
@@ -117,7 +118,7 @@ static void prefill(enum cpu_level lv, const struct model_config *c, const struc
 		w.data = d;
 		w.scales = sc;
 		struct wmat t = tiled(&w);
-		struct spread tm = time_a8(lv, &t, x, a, y, PREFILL_T);
+		struct spread tm = time_a8(k, &t, x, a, y, PREFILL_T);
 		double macs = (double)rows * cols * PREFILL_T;
 		printf(",\"%s\":{\"median_ms\":%.3f,\"min_ms\":%.3f,\"gmacs\":%.1f}",
 		       q ? "int4" : "int8", tm.median * 1e3, tm.min * 1e3, macs / tm.min / 1e9);
@@ -175,11 +176,11 @@ int main(void)
 	report("int4", t4, wmat_bytes(&q4), bw, 0);
 	struct q8act *a = q8a_alloc(cols, 1);
 	struct wmat t8w = tiled(&q8), t4w = tiled(&q4);
-	report("int8_int8act", time_a8(k->level, &t8w, x, a, y, 1), wmat_bytes(&t8w), bw, 0);
-	report("int4_int8act", time_a8(k->level, &t4w, x, a, y, 1), wmat_bytes(&t4w), bw, 1);
-	printf(",\"int8act_kernel\":\"%s\"", k->level == CPU_AVX512 && quant_has_vnni()
+	report("int8_int8act", time_a8(k, &t8w, x, a, y, 1), wmat_bytes(&t8w), bw, 0);
+	report("int4_int8act", time_a8(k, &t4w, x, a, y, 1), wmat_bytes(&t4w), bw, 1);
+	printf(",\"int8act_kernel\":\"%s\"", k->level == CPU_AVX512 && kern_has_vnni()
 	       ? "vnni" : k->level >= CPU_AVX2 ? "avx2" : "scalar");
-	prefill(k->level, &c, &bf);
+	prefill(k, &c, &bf);
 	printf("}\n");
 	return 0;
 }

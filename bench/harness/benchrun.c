@@ -225,7 +225,7 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, i
 		}
 		qtile_pack(&w, tiles, &w);
 	}
-	q8a_quantize(k->level, x, cols, xa);
+	k->q8a_quantize(x, cols, xa);
 	for (int i = 0; i < cols; i++)
 		xb[i] = f32_to_bf16(x[i]);
 	double bytes = (double)wmat_bytes(&w);

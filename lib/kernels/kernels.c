@@ -1,15 +1,20 @@
-/* kernels: the scalar reference kernels and the dispatch table. See
- * kernels.h for the canonical evaluation orders. */
+/* kernels: the scalar reference kernels and the table of every level's
+ * kernels. See kernels.h for the canonical evaluation orders. */
 #include "kernels/kernels.h"
+#include "kernels/kquant.h"
+#include "kernels/qtile_isa.h"
+#include "kernels/quant_isa.h"
 #include "core/bf16.h"
 
 #include <assert.h>
 #include <float.h>
+#include <pthread.h>
 #include <stdlib.h>
 
-/* Defined in kernels_avx2.c and kernels_avx512.c (_dpbf16: the same with
- * the vdpbf16ps bf16-activation product). */
-extern const struct kernels kernels_avx2, kernels_avx512, kernels_avx512_dpbf16;
+/* Defined in kernels_avx2.c and kernels_avx512.c: each level's
+ * elementwise kernels (kernels_simd.h), the rest of its table filled by
+ * kernels_for. */
+extern const struct kernels *const kernels_avx2, *const kernels_avx512;
 
 float kern_sum16(const float s[KDOT_LANES])
 {
@@ -21,7 +26,9 @@ float kern_sum16(const float s[KDOT_LANES])
 	return t[0];
 }
 
-static float dot_scalar(const float *a, const float *b, int n)
+/* The canonical dot, inlined into the products. */
+static inline __attribute__((always_inline)) float dot_inline(const float *a, const float *b,
+							      int n)
 {
 	float s[KDOT_LANES] = {0};
 	for (int i = 0; i < n; i++)
@@ -29,9 +36,14 @@ static float dot_scalar(const float *a, const float *b, int n)
 	return kern_sum16(s);
 }
 
+static float dot_scalar(const float *a, const float *b, int n)
+{
+	return dot_inline(a, b, n);
+}
+
 /* dot of 16-bit weights a, each widened exactly by `widen`. */
-static inline float dot_h16_scalar(const uint16_t *a, const float *b, int n,
-				   float (*widen)(uint16_t))
+static inline __attribute__((always_inline)) float
+dot_h16_scalar(const uint16_t *a, const float *b, int n, float (*widen)(uint16_t))
 {
 	float s[KDOT_LANES] = {0};
 	for (int i = 0; i < n; i++)
@@ -45,7 +57,8 @@ static float flush(float v)
 	return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
 }
 
-static float dot_b16_scalar(const uint16_t *w, const uint16_t *x, int n)
+static inline __attribute__((always_inline)) float
+dot_b16_scalar(const uint16_t *w, const uint16_t *x, int n)
 {
 	float s[KDOT_LANES] = {0};
 	for (int c = 0; c < n; c += 2 * KDOT_LANES)
@@ -72,51 +85,43 @@ static const void *row_of(const void *w, size_t esize, int cols, int il, int r, 
 	return out;
 }
 
-static void matmul_f32_scalar(float *y, int ldy, const float *w, int cols, int il,
-			      int r0, int r1, const float *x, int ldx, int T)
+/* Each row of m's matrix (gathered first where interleaved) against each
+ * input: a float32 row (es 4) by dot, a 16-bit one (es 2) widened by
+ * `widen`, or with b16 a bf16 row and the bf16 inputs by dot_b16. */
+static inline __attribute__((always_inline)) void
+rows_scalar(const struct kern_mm *m, const size_t es, float (*widen)(uint16_t), const int b16)
 {
-	float buf[il ? cols : 1];
-	for (int r = r0; r < r1; r++) {
-		const float *row = row_of(w, sizeof *w, cols, il, r, buf);
-		for (int t = 0; t < T; t++)
-			y[(size_t)t * ldy + r] = dot_scalar(row, x + (size_t)t * ldx, cols);
+	const struct wmat *w = m->w;
+	int cols = w->cols;
+	float buf[w->il ? cols : 1];  /* room for a row of either size */
+	for (int r = m->r0; r < m->r1; r++) {
+		const void *row = row_of(w->data, es, cols, w->il, r, buf);
+		for (int t = 0; t < m->T; t++)
+			m->y[(size_t)t * m->ldy + r] =
+				b16 ? dot_b16_scalar(row, m->xb + (size_t)t * cols, cols)
+				: es == 4 ? dot_inline(row, m->x + (size_t)t * m->ldx, cols)
+				: dot_h16_scalar(row, m->x + (size_t)t * m->ldx, cols, widen);
 	}
 }
 
-static inline void matmul_h16_scalar(float *y, int ldy, const uint16_t *w, int cols,
-				     int il, int r0, int r1, const float *x, int ldx, int T,
-				     float (*widen)(uint16_t))
+void kern_mm_f32_scalar(const struct kern_mm *m)
 {
-	uint16_t buf[il ? cols : 1];
-	for (int r = r0; r < r1; r++) {
-		const uint16_t *row = row_of(w, sizeof *w, cols, il, r, buf);
-		for (int t = 0; t < T; t++)
-			y[(size_t)t * ldy + r] = dot_h16_scalar(row, x + (size_t)t * ldx, cols,
-								widen);
-	}
+	rows_scalar(m, 4, NULL, 0);
 }
 
-static void matmul_bf16_scalar(float *y, int ldy, const uint16_t *w, int cols, int il,
-			       int r0, int r1, const float *x, int ldx, int T)
+void kern_mm_bf16_scalar(const struct kern_mm *m)
 {
-	matmul_h16_scalar(y, ldy, w, cols, il, r0, r1, x, ldx, T, bf16_to_f32);
+	rows_scalar(m, 2, bf16_to_f32, 0);
 }
 
-static void matmul_f16_scalar(float *y, int ldy, const uint16_t *w, int cols, int il,
-			      int r0, int r1, const float *x, int ldx, int T)
+void kern_mm_f16_scalar(const struct kern_mm *m)
 {
-	matmul_h16_scalar(y, ldy, w, cols, il, r0, r1, x, ldx, T, f16_to_f32);
+	rows_scalar(m, 2, f16_to_f32, 0);
 }
 
-void kern_matmul_b16_ref(float *y, int ldy, const uint16_t *w, int cols, int il,
-			 int r0, int r1, const uint16_t *x, int ldx, int T)
+void kern_mm_b16_ref(const struct kern_mm *m)
 {
-	uint16_t buf[il ? cols : 1];
-	for (int r = r0; r < r1; r++) {
-		const uint16_t *row = row_of(w, sizeof *w, cols, il, r, buf);
-		for (int t = 0; t < T; t++)
-			y[(size_t)t * ldy + r] = dot_b16_scalar(row, x + (size_t)t * ldx, cols);
-	}
+	rows_scalar(m, 2, NULL, 1);
 }
 
 static void rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps)
@@ -170,11 +175,6 @@ static void axpy_scalar(float *y, float a, const float *x, int n)
 }
 
 static const struct kernels kernels_scalar = {
-	.level = CPU_SCALAR,
-	.matmul_f32 = matmul_f32_scalar,
-	.matmul_bf16 = matmul_bf16_scalar,
-	.matmul_f16 = matmul_f16_scalar,
-	.matmul_b16 = kern_matmul_b16_ref,
 	.dot = dot_scalar,
 	.rmsnorm = rmsnorm_scalar,
 	.softmax = softmax_scalar,
@@ -188,15 +188,66 @@ int kern_has_dpbf16(void)
 	return cpu_detect() == CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
 }
 
+int kern_has_vnni(void)
+{
+	return cpu_detect() == CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
+}
+
+static struct kernels tables[CPU_AVX512 + 1];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+/* The products by weight type, as ggml-cpu's type traits: float
+ * activations by level; int8 activations by the ISA that runs them
+ * (scalar, AVX2, AVX-512 VNNI); bf16 activations without and with
+ * vdpbf16ps. */
+enum { ISA_SCALAR, ISA_AVX2, ISA_VNNI };
+static kern_mm_fn *const mm_f32act[WT_COUNT][CPU_AVX512 + 1] = {
+	[WT_F32] = { kern_mm_f32_scalar, kern_mm_f32_avx2, kern_mm_f32_avx512 },
+	[WT_BF16] = { kern_mm_bf16_scalar, kern_mm_bf16_avx2, kern_mm_bf16_avx512 },
+	[WT_F16] = { kern_mm_f16_scalar, kern_mm_f16_avx2, kern_mm_f16_avx512 },
+	[WT_Q8] = { q8_mm_scalar, q8_mm_avx2, q8_mm_avx512 },
+	[WT_Q4] = { q4_mm_scalar, q4_mm_avx2, q4_mm_avx512 },
+	[WT_Q4K] = { kq_mm_scalar, kq_mm_avx2, kq_mm_avx512 },
+	[WT_Q5K] = { kq_mm_scalar, kq_mm_avx2, kq_mm_avx512 },
+	[WT_Q6K] = { kq_mm_scalar, kq_mm_avx2, kq_mm_avx512 },
+};
+static kern_mm_fn *const mm_q8act[WT_COUNT][ISA_VNNI + 1] = {
+	[WT_Q8] = { qtile_mm_scalar, qtile_q8_avx2, qtile_q8_vnni },
+	[WT_Q4] = { qtile_mm_scalar, qtile_q4_avx2, qtile_q4_vnni },
+	[WT_Q4K] = { kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni },
+	[WT_Q5K] = { kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni },
+	[WT_Q6K] = { kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni },
+};
+
+/* Each level's table: its elementwise kernels, then the products of the
+ * level (int8 activations on AVX-512 need VNNI, else they take AVX2's;
+ * vdpbf16ps where the CPU has it). */
+static void fill_tables(void)
+{
+	const struct kernels *const base[] = {
+		[CPU_SCALAR] = &kernels_scalar, [CPU_AVX2] = kernels_avx2,
+		[CPU_AVX512] = kernels_avx512 };
+	for (int l = CPU_SCALAR; l <= (int)cpu_detect(); l++) {
+		struct kernels *k = &tables[l];
+		*k = *base[l];
+		k->level = (enum cpu_level)l;
+		int isa = l == CPU_AVX512 && kern_has_vnni() ? ISA_VNNI
+			  : l >= CPU_AVX2 ? ISA_AVX2 : ISA_SCALAR;
+		for (int t = 0; t < WT_COUNT; t++) {
+			k->mm[t][KA_F32] = mm_f32act[t][l];
+			k->mm[t][KA_Q8] = mm_q8act[t][isa];
+		}
+		k->mm[WT_BF16][KA_B16] = l == CPU_AVX512 && kern_has_dpbf16() ? kern_mm_b16_dpbf16
+									       : kern_mm_b16_ref;
+		k->q8a_quantize = l == CPU_AVX512 ? q8a_quantize_avx512 : q8a_quantize_scalar;
+	}
+}
+
 const struct kernels *kernels_for(enum cpu_level level)
 {
 	assert(level <= cpu_detect());
-	switch (level) {
-	case CPU_AVX512:
-		return kern_has_dpbf16() ? &kernels_avx512_dpbf16 : &kernels_avx512;
-	case CPU_AVX2: return &kernels_avx2;
-	default: return &kernels_scalar;
-	}
+	pthread_once(&tables_once, fill_tables);
+	return &tables[level];
 }
 
 void kern_row_float(const struct wmat *w, int r, float *out)

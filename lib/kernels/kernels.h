@@ -36,11 +36,13 @@
  * compiler never fuses a multiply and an add that the order above keeps
  * apart.
  *
- * Matrix products go through kern_matmul() (lib/kernels/matmul.h), the one
- * place that dispatches on the storage type of a weight matrix (struct
- * wmat, weights.h): float32 and bf16 come here, int8 and int4 go to the
- * quantization kernels (lib/kernels/quant.h), which follow the same
- * canonical dot order on the integer codes.
+ * Matrix products go through kern_matmul() (lib/kernels/matmul.h): one
+ * lookup in the table below by the storage type of the weight matrix
+ * (struct wmat, weights.h) and the kind of activations. The float32, bf16
+ * and float16 products are here; int8 and int4 are the quantization
+ * kernels' (lib/kernels/quant.h, and qtile.h for int8 activations), which
+ * follow the same canonical dot order on the integer codes; the K-quants
+ * are kquant.h's.
  */
 #ifndef KERNELS_H
 #define KERNELS_H
@@ -53,27 +55,50 @@
 
 #define KDOT_LANES 16
 
-/* y[t * ldy + r] = dot(W row r, x + t * ldx, cols) for r in [r0, r1) and
- * t in [0, T). W is [rows x cols], row-major, or with il its rows
- * interleaved in blocks of four (lib/kernels/weights.h): the same sums in
- * the same order either way. */
-typedef void kmatmul_f32_fn(float *y, int ldy, const float *w, int cols, int il,
-			    int r0, int r1, const float *x, int ldx, int T);
-/* The same with 16-bit weights widened exactly: bf16 (matmul_bf16) or IEEE
- * binary16 (matmul_f16, GGUF's F16): each output is the canonical dot of
- * the widened row, so bitwise what matmul_f32 gives on the widened matrix. */
-typedef void kmatmul_bf16_fn(float *y, int ldy, const uint16_t *w, int cols, int il,
-			     int r0, int r1, const float *x, int ldx, int T);
-/* The same with bf16 inputs x (dot_b16 above). */
-typedef void kmatmul_b16_fn(float *y, int ldy, const uint16_t *w, int cols, int il,
-			    int r0, int r1, const uint16_t *x, int ldx, int T);
+struct q8act;  /* int8 activations, lib/kernels/quant.h */
 
+/* One matrix product: y[t * ldy + r] = (W x_t)[r] for rows [r0, r1) of w
+ * and the T inputs x_t = x + t * ldx. Every output is one canonical dot
+ * product (above, lib/kernels/quant.h, qtile.h, kquant.h), so it does not
+ * depend on T, on the row range or on the SIMD level. The weight
+ * descriptor carries the layout chosen at load (w->il, w->tiled), so no
+ * kernel takes a layout flag of its own.
+ *   xa  NULL, or the T inputs already quantized to int8 (xa[t] is x_t
+ *       through q8a_quantize): then a tiled int8 or int4 w (qtile.h) or a
+ *       K-quant w multiplies them (x is not read); other weights ignore xa
+ *       and multiply x. A tiled w needs xa.
+ *   xb  NULL, or the T inputs rounded to bf16 (f32_to_bf16), cols apart:
+ *       then a bf16 w multiplies them with dot_b16 (x is not read); other
+ *       weights ignore xb. */
+struct kern_mm {
+	float *y;
+	int ldy;
+	const struct wmat *w;
+	int r0, r1;
+	const float *x;
+	int ldx, T;
+	const struct q8act *xa;
+	const uint16_t *xb;
+};
+
+/* The activations a product multiplies (kern_act, lib/kernels/matmul.h). */
+enum kern_act { KA_F32, KA_Q8, KA_B16 };
+#define KA_COUNT (KA_B16 + 1)
+
+/* A product for one weight type and one kind of activations, r1 > r0 and
+ * T > 0. */
+typedef void kern_mm_fn(const struct kern_mm *m);
+
+/* The kernels of one SIMD level, filled once per level (kernels_for), as
+ * ggml-cpu's type traits are: the one place a weight type and an
+ * activation kind meet a kernel. */
 struct kernels {
 	enum cpu_level level;
-	kmatmul_f32_fn *matmul_f32;
-	kmatmul_bf16_fn *matmul_bf16;
-	kmatmul_bf16_fn *matmul_f16;
-	kmatmul_b16_fn *matmul_b16;  /* vdpbf16ps where the CPU has it */
+	/* mm[type][act]: NULL where that pair never runs (float weights with
+	 * int8 activations, non-bf16 weights with bf16 ones). */
+	kern_mm_fn *mm[WT_COUNT][KA_COUNT];
+	/* a = x[n] quantized (q8a_quantize's contract, quant.h). */
+	void (*q8a_quantize)(const float *x, int n, struct q8act *a);
 	float (*dot)(const float *a, const float *b, int n);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*softmax)(float *x, int n);
@@ -84,18 +109,36 @@ struct kernels {
 	void (*axpy)(float *y, float a, const float *x, int n);
 };
 
-/* The table for a level (not above cpu_detect(); the caller checks). At
- * CPU_AVX512 on a CPU with AVX512_BF16 (kern_has_dpbf16), matmul_b16 uses
- * vdpbf16ps; every other table computes the same bits without it. */
+/* The table for a level, at most cpu_detect() (the caller caps it, with
+ * cpu_level_env for $QWENPIPE_SIMD). At CPU_AVX512 the int8-activation
+ * products use AVX-512 VNNI where the CPU has it (kern_has_vnni; AVX2's
+ * kernels otherwise) and the bf16-activation product vdpbf16ps
+ * (kern_has_dpbf16; the scalar reference otherwise); every table computes
+ * the same bits. Filled on the first call (thread-safe); never freed. */
 const struct kernels *kernels_for(enum cpu_level level);
 
+/* Whether this CPU has AVX512_BF16 (vdpbf16ps), and AVX-512 VNNI
+ * (vpdpbusd), with the AVX-512 of cpu_detect(). */
 int kern_has_dpbf16(void);
+int kern_has_vnni(void);
 
 /* Scalar pieces shared by the SIMD files for their tails and reductions. */
 float kern_sum16(const float s[KDOT_LANES]);
 
-/* matmul_b16 in scalar code: every table's, except where vdpbf16ps runs. */
-kmatmul_b16_fn kern_matmul_b16_ref;
+/* Each level's float-activation products of the float types (kernels.c,
+ * kernels_avx2.c, kernels_avx512.c): mm[type][KA_F32] of its table; the
+ * K-quants' exact mode runs the float32 one on the rows it dequantizes
+ * (kquant.h). */
+kern_mm_fn kern_mm_f32_scalar, kern_mm_f32_avx2, kern_mm_f32_avx512;
+kern_mm_fn kern_mm_bf16_scalar, kern_mm_bf16_avx2, kern_mm_bf16_avx512;
+kern_mm_fn kern_mm_f16_scalar, kern_mm_f16_avx2, kern_mm_f16_avx512;
+
+/* The bf16-activation product (dot_b16) in scalar code: every table's,
+ * except where vdpbf16ps runs. */
+kern_mm_fn kern_mm_b16_ref;
+
+/* The same with vdpbf16ps (kernels_avx512.c), where kern_has_dpbf16(). */
+kern_mm_fn kern_mm_b16_dpbf16;
 
 /* out[0..cols) = row r of w, a WT_F32, WT_BF16 or WT_F16 matrix, as float
  * (16-bit weights widened exactly). kern_row (matmul.h) takes any storage type. */

@@ -14,25 +14,30 @@
 
 #define AI static inline __attribute__((always_inline))
 
-AI __m256 ld_f32(const float *p)
+/* 8 weights from element i of a row of type wt (a constant where this is
+ * inlined: WT_F32, WT_BF16 or WT_F16), widened exactly. */
+AI __m256 ld_w(const void *row, size_t i, const enum wtype wt)
 {
-	return _mm256_loadu_ps(p);
+	if (wt == WT_F32)
+		return _mm256_loadu_ps((const float *)row + i);
+	__m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + i));
+	if (wt == WT_F16)
+		return _mm256_cvtph_ps(h);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-AI __m256 ld_bf16(const uint16_t *p)
+/* Weight i of a row of type wt, widened. */
+AI float w_at(const void *row, size_t i, const enum wtype wt)
 {
-	__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-	return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+	if (wt == WT_F32)
+		return ((const float *)row)[i];
+	uint16_t h = ((const uint16_t *)row)[i];
+	return wt == WT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
-AI __m256 ld_f16(const uint16_t *p)
+AI size_t w_size(const enum wtype wt)
 {
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-
-AI float wf32(float v)
-{
-	return v;
+	return wt == WT_F32 ? 4 : 2;
 }
 
 /* Stores the two halves as the 16 partial sums. */
@@ -42,65 +47,74 @@ AI void spill(float s[KDOT_LANES], __m256 lo, __m256 hi)
 	_mm256_storeu_ps(s + 8, hi);
 }
 
-/* RB rows of w times one input: 2 * RB accumulators. il: interleaved rows
- * (weights.h); then there is no tail. */
-#define MATMUL_BLOCK(NAME, WT, LD, WIDEN)                                     \
-AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
-	     const float *x, int ldx, int t, const int RB, int il)            \
-{                                                                             \
-	__m256 lo[4], hi[4];                                                  \
-	const WT *wr[4];                                                      \
-	const float *xr = x + (size_t)t * ldx;                                \
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {                \
-		lo[i] = hi[i] = _mm256_setzero_ps();                          \
-		wr[i] = w + wmat_row_at(r + i, cols, il);                     \
-	}                                                                     \
-	size_t ahead = prefetch_ahead(sizeof(WT) * (size_t)RB * (size_t)cols); \
-	int k = 0;                                                            \
-	for (; k + 16 <= cols; k += 16) {                                     \
-		size_t o = il ? wmat_il_col(k) : (size_t)k;                   \
-		if (!il && (k * sizeof(WT)) % 64 == 0)                        \
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
-				prefetch_at(wr[i] + o, ahead);                \
-		__m256 xl = _mm256_loadu_ps(xr + k), xh = _mm256_loadu_ps(xr + k + 8); \
-		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {        \
-			lo[i] = _mm256_fmadd_ps(LD(wr[i] + o), xl, lo[i]);    \
-			hi[i] = _mm256_fmadd_ps(LD(wr[i] + o + 8), xh, hi[i]); \
-		}                                                             \
-	}                                                                     \
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {                \
-		float s[KDOT_LANES];                                          \
-		spill(s, lo[i], hi[i]);                                       \
-		for (int kk = k; kk < cols; kk++)                             \
-			s[kk - k] = fmaf(WIDEN(wr[i][kk]), xr[kk], s[kk - k]); \
-		y[(size_t)t * ldy + r + i] = kern_sum16(s);                   \
-	}                                                                     \
+/* Rows r .. r + RB - 1 (RB <= 4, a constant where this is inlined) times
+ * input t: 2 * RB accumulators, the 16 partial sums of each in two halves;
+ * the tail (< 16 columns, none with interleaved rows) in scalar fmaf on the
+ * stored lanes. */
+AI void block(const struct kern_mm *m, int r, int t, const int RB, const enum wtype wt)
+{
+	const struct wmat *w = m->w;
+	int cols = w->cols, il = w->il;
+	size_t es = w_size(wt);
+	__m256 lo[4], hi[4];
+	const unsigned char *wr[4];
+	const float *xr = m->x + (size_t)t * m->ldx;
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
+		lo[i] = hi[i] = _mm256_setzero_ps();
+		wr[i] = (const unsigned char *)w->data + es * wmat_row_at(r + i, cols, il);
+	}
+	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
+	int k = 0;
+	for (; k + 16 <= cols; k += 16) {
+		size_t o = il ? wmat_il_col(k) : (size_t)k;
+		if (!il && (k * es) % 64 == 0)
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				prefetch_at(wr[i] + es * o, ahead);
+		__m256 xl = _mm256_loadu_ps(xr + k), xh = _mm256_loadu_ps(xr + k + 8);
+		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
+			lo[i] = _mm256_fmadd_ps(ld_w(wr[i], o, wt), xl, lo[i]);
+			hi[i] = _mm256_fmadd_ps(ld_w(wr[i], o + 8, wt), xh, hi[i]);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
+		float s[KDOT_LANES];
+		spill(s, lo[i], hi[i]);
+		for (int kk = k; kk < cols; kk++)
+			s[kk - k] = fmaf(w_at(wr[i], (size_t)kk, wt), xr[kk], s[kk - k]);
+		m->y[(size_t)t * m->ldy + r + i] = kern_sum16(s);
+	}
 }
 
 /* Rows in blocks of 4, every input against a block while it is in cache;
  * interleaved rows in whole blocks from a multiple of 4. */
-#define MATMUL(NAME, BLOCK, WT)                                               \
-static void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,    \
-		 int r1, const float *x, int ldx, int T)                      \
-{                                                                             \
-	int r = r0;                                                           \
-	for (; il && r < r1 && r % 4; r++)                                    \
-		for (int t = 0; t < T; t++)                                   \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, il);          \
-	for (; r + 4 <= r1; r += 4)                                           \
-		for (int t = 0; t < T; t++)                                   \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, 4, il);          \
-	for (; r < r1; r++)                                                   \
-		for (int t = 0; t < T; t++)                                   \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, 1, il);          \
+AI void rows(const struct kern_mm *m, const enum wtype wt)
+{
+	int r = m->r0, il = m->w->il;
+	for (; il && r < m->r1 && r % 4; r++)
+		for (int t = 0; t < m->T; t++)
+			block(m, r, t, 1, wt);
+	for (; r + 4 <= m->r1; r += 4)
+		for (int t = 0; t < m->T; t++)
+			block(m, r, t, 4, wt);
+	for (; r < m->r1; r++)
+		for (int t = 0; t < m->T; t++)
+			block(m, r, t, 1, wt);
 }
 
-MATMUL_BLOCK(block_f32, float, ld_f32, wf32)
-MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, bf16_to_f32)
-MATMUL(matmul_f32, block_f32, float)
-MATMUL_BLOCK(block_f16, uint16_t, ld_f16, f16_to_f32)
-MATMUL(matmul_bf16, block_bf16, uint16_t)
-MATMUL(matmul_f16, block_f16, uint16_t)
+void kern_mm_f32_avx2(const struct kern_mm *m)
+{
+	rows(m, WT_F32);
+}
+
+void kern_mm_bf16_avx2(const struct kern_mm *m)
+{
+	rows(m, WT_BF16);
+}
+
+void kern_mm_f16_avx2(const struct kern_mm *m)
+{
+	rows(m, WT_F16);
+}
 
 /* The lane primitives of kernels_simd.h: lanes 0-7 in lo, 8-15 in hi;
  * tails through lane masks made by comparing the lane indices with n. */
@@ -138,15 +152,12 @@ AI V v_keep(V old, V new, int n)
 		      _mm256_blendv_ps(old.hi, new.hi, _mm256_castsi256_ps(lanes_below(n, 8))));
 }
 
-#define V2(name, op) \
-	AI V name(V a, V b) { return v_pair(op(a.lo, b.lo), op(a.hi, b.hi)); }
-V2(v_add, _mm256_add_ps)
-V2(v_sub, _mm256_sub_ps)
-V2(v_mul, _mm256_mul_ps)
-V2(v_div, _mm256_div_ps)
-V2(v_min, _mm256_min_ps)
-V2(v_max, _mm256_max_ps)
-#undef V2
+AI V v_add(V a, V b) { return v_pair(_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)); }
+AI V v_sub(V a, V b) { return v_pair(_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)); }
+AI V v_mul(V a, V b) { return v_pair(_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)); }
+AI V v_div(V a, V b) { return v_pair(_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)); }
+AI V v_min(V a, V b) { return v_pair(_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)); }
+AI V v_max(V a, V b) { return v_pair(_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)); }
 AI V v_fma(V a, V b, V c)
 {
 	return v_pair(_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi));
@@ -178,16 +189,4 @@ AI float v_hmax(V v)
 
 #include "kernels/kernels_simd.h"
 
-const struct kernels kernels_avx2 = {
-	.level = CPU_AVX2,
-	.matmul_f32 = matmul_f32,
-	.matmul_bf16 = matmul_bf16,
-	.matmul_f16 = matmul_f16,
-	.matmul_b16 = kern_matmul_b16_ref,
-	.dot = dot,
-	.rmsnorm = rmsnorm,
-	.softmax = softmax,
-	.rope = rope,
-	.silu_mul = silu_mul,
-	.axpy = axpy,
-};
+const struct kernels *const kernels_avx2 = &ks_kernels;

@@ -17,130 +17,162 @@ AI __mmask16 tail_mask(int n)
 	return (__mmask16)((1u << n) - 1u);
 }
 
-AI __m512 ld_f32(const float *p)
+/* 16 weights from element i of a row of type wt (WT_F32, WT_BF16 or
+ * WT_F16, a constant where this is inlined), widened exactly (bf16 by a
+ * shift, IEEE binary16 by vcvtph2ps). */
+AI __m512 widen(__m256i h, const enum wtype wt)
 {
-	return _mm512_loadu_ps(p);
+	if (wt == WT_F16)
+		return _mm512_cvtph_ps(h);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-AI __m512 ld_f32_tail(const float *p, __mmask16 m)
+AI __m512 ld_w(const void *row, size_t i, const enum wtype wt)
 {
-	return _mm512_maskz_loadu_ps(m, p);
+	if (wt == WT_F32)
+		return _mm512_loadu_ps((const float *)row + i);
+	return widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)), wt);
 }
 
-AI __m512 ld_bf16(const uint16_t *p)
+/* The same for the lanes of m only (the others zero). */
+AI __m512 ld_w_tail(const void *row, size_t i, __mmask16 m, const enum wtype wt)
 {
-	__m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
-	return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+	if (wt == WT_F32)
+		return _mm512_maskz_loadu_ps(m, (const float *)row + i);
+	return widen(_mm256_maskz_loadu_epi16(m, (const uint16_t *)row + i), wt);
 }
 
-AI __m512 ld_bf16_tail(const uint16_t *p, __mmask16 m)
+AI size_t w_size(const enum wtype wt)
 {
-	__m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
-	return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+	return wt == WT_F32 ? 4 : 2;
 }
 
-/* IEEE binary16, widened exactly by vcvtph2ps. */
-AI __m512 ld_f16(const uint16_t *p)
+/* acc plus the bf16 pairs of w times x, by vdpbf16ps (dot_b16 in
+ * kernels.h). Only where kern_has_dpbf16(). Not always_inline: GCC inlines
+ * it into kern_mm_b16_dpbf16, whose target has the instruction, and would
+ * refuse to force it into block(), which has not (where block() runs
+ * float inputs the call is dead code). */
+__attribute__((target("avx512bf16"))) static inline __m512 dp_step(__m512 acc, __m512i w,
+								    __m512i x)
 {
-	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+	return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
 }
 
-AI __m512 ld_f16_tail(const uint16_t *p, __mmask16 m)
+/* A block of RB <= 4 rows by TB <= 6 inputs (constants where this is
+ * inlined): RB * TB accumulators (24 of the 32 registers, the 4 rows of
+ * weights and one input beside them). wt: the weights' type; b16: the
+ * inputs are m->xb, bf16, and each output is dot_b16 (vdpbf16ps, 32
+ * columns a step: lane j takes the pair 2j + 1, 2j of them; the last
+ * cols % 32 columns as zero pairs), else m->x and the canonical dot (16
+ * columns a step, the tail through masked lanes). With interleaved rows
+ * (w->il, weights.h) column k of a row is at wr[i] + wmat_il_col(k), and
+ * the four rows of a block are one sequential stream; then cols is a
+ * multiple of 64 and there is no tail. (il is not a constant here: a copy
+ * of every block for each layout would double the code, and the offset
+ * costs a few integer operations per 16 columns.) */
+AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB,
+	      const enum wtype wt, const int b16)
 {
-	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+	const struct wmat *w = m->w;
+	int cols = w->cols, il = w->il;
+	const int step = b16 ? 32 : 16;
+	size_t es = w_size(wt);
+	__m512 acc[4][6];
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+		acc[i][j] = _mm512_setzero_ps();
+	const unsigned char *wr[4];
+	const float *xr[6];
+	const uint16_t *xb[6];
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+		wr[i] = (const unsigned char *)w->data + es * wmat_row_at(r + i, cols, il);
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+		if (b16)
+			xb[j] = m->xb + (size_t)(t0 + j) * (size_t)cols;
+		else
+			xr[j] = m->x + (size_t)(t0 + j) * (size_t)m->ldx;
+	}
+	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
+	int k = 0;
+	for (; k + step <= cols; k += step) {
+		size_t o = il ? wmat_il_col(k) : (size_t)k;
+		if (!il && (k * es) % 64 == 0)
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				prefetch_at(wr[i] + es * o, ahead);
+		__m512 wv[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+			wv[i] = b16 ? _mm512_castsi512_ps(_mm512_loadu_si512(wr[i] + es * o))
+				    : ld_w(wr[i], o, wt);
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+			if (b16) {
+				__m512i xv = _mm512_loadu_si512(xb[j] + k);
+				_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+					acc[i][j] = dp_step(acc[i][j], _mm512_castps_si512(wv[i]), xv);
+			} else {
+				__m512 xv = _mm512_loadu_ps(xr[j] + k);
+				_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+					acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+			}
+		}
+	}
+	if (k < cols && b16) {
+		__mmask32 mk = (__mmask32)((1ull << (cols - k)) - 1);
+		__m512i wv[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+			wv[i] = _mm512_maskz_loadu_epi16(mk, wr[i] + es * (size_t)k);
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+			__m512i xv = _mm512_maskz_loadu_epi16(mk, xb[j] + k);
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				acc[i][j] = dp_step(acc[i][j], wv[i], xv);
+		}
+	} else if (k < cols) {
+		__mmask16 mk = tail_mask(cols - k);
+		__m512 wv[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+			wv[i] = ld_w_tail(wr[i], (size_t)k, mk, wt);
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+			__m512 xv = _mm512_maskz_loadu_ps(mk, xr[j] + k);
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				acc[i][j] = _mm512_mask3_fmadd_ps(wv[i], xv, acc[i][j], mk);
+		}
+	}
+	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+		m->y[(size_t)(t0 + j) * m->ldy + r + i] = hsum_512(acc[i][j]);
 }
 
-/* A block of RB <= 4 rows by TB <= 6 inputs: RB * TB accumulators (24 of the
- * 32 registers, the 4 rows of weights and one input beside them). il: the
- * rows are interleaved (weights.h), so column k of a row is at wr[i] +
- * wmat_il_col(k), and the four rows of a block are one sequential stream;
- * then cols is a multiple of 64 and there is no tail. (il is not a
- * constant here: a copy of every block for each layout would double the
- * code, and the offset costs a few integer operations per 16 columns.) */
-#define MATMUL_BLOCK(NAME, WT, LD, LD_TAIL)                                   \
-AI void NAME(float *y, int ldy, const WT *w, int cols, int r,                 \
-	     const float *x, int ldx, int t0, const int RB, const int TB,      \
-	     int il)                                                          \
-{                                                                             \
-	__m512 acc[4][6];                                                     \
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
-		acc[i][j] = _mm512_setzero_ps();                              \
-	const WT *wr[4];                                                      \
-	const float *xr[6];                                                   \
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
-		wr[i] = w + wmat_row_at(r + i, cols, il);                     \
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
-		xr[j] = x + (size_t)(t0 + j) * ldx;                           \
-	size_t ahead = prefetch_ahead(sizeof(WT) * (size_t)RB * (size_t)cols); \
-	int k = 0;                                                            \
-	for (; k + 16 <= cols; k += 16) {                                     \
-		size_t o = il ? wmat_il_col(k) : (size_t)k;                   \
-		if (!il && (k * sizeof(WT)) % 64 == 0)                        \
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) \
-				prefetch_at(wr[i] + o, ahead);                \
-		__m512 wv[4];                                                 \
-		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)          \
-			wv[i] = LD(wr[i] + o);                                \
-		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {        \
-			__m512 xv = _mm512_loadu_ps(xr[j] + k);               \
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)  \
-				acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]); \
-		}                                                             \
-	}                                                                     \
-	if (k < cols) {                                                       \
-		__mmask16 m = tail_mask(cols - k);                            \
-		__m512 wv[4];                                                 \
-		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)          \
-			wv[i] = LD_TAIL(wr[i] + k, m);                        \
-		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {        \
-			__m512 xv = _mm512_maskz_loadu_ps(m, xr[j] + k);      \
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)  \
-				acc[i][j] = _mm512_mask3_fmadd_ps(wv[i], xv, acc[i][j], m); \
-		}                                                             \
-	}                                                                     \
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)                  \
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)                  \
-		y[(size_t)(t0 + j) * ldy + r + i] = hsum_512(acc[i][j]);          \
+/* Rows r .. r + RB - 1 (RB a constant where this is inlined) times the T
+ * inputs (T is m->T, passed to be a constant where it is known): 6 at a
+ * time, then the rest in one block. */
+AI void row_block(const struct kern_mm *m, int T, int r, const int RB, const enum wtype wt,
+		  const int b16)
+{
+	int t = 0;
+	for (; t + 6 <= T; t += 6)
+		block(m, r, t, RB, 6, wt, b16);
+	switch (T - t) {
+	case 5: block(m, r, t, RB, 5, wt, b16); break;
+	case 4: block(m, r, t, RB, 4, wt, b16); break;
+	case 3: block(m, r, t, RB, 3, wt, b16); break;
+	case 2: block(m, r, t, RB, 2, wt, b16); break;
+	case 1: block(m, r, t, RB, 1, wt, b16); break;
+	}
 }
 
-/* Rows in blocks of 4 (W rows stay in cache across the inputs), inputs in
- * blocks of 6; leftover rows one at a time. */
-#define MATMUL_ROWS(BLOCK, RB, IL)                                            \
-	do {                                                                  \
-		int t = 0;                                                    \
-		for (; t + 6 <= T; t += 6)                                    \
-			BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 6, IL);      \
-		switch (T - t) {                                              \
-		case 5: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 5, IL); break; \
-		case 4: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 4, IL); break; \
-		case 3: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 3, IL); break; \
-		case 2: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 2, IL); break; \
-		case 1: BLOCK(y, ldy, w, cols, r, x, ldx, t, RB, 1, IL); break; \
-		}                                                             \
-	} while (0)
-
-/* Interleaved rows go in whole blocks of 4 from a multiple of 4 (the
- * rows before it one at a time), so that a block is one stream. */
-#define MATMUL(NAME, BLOCK, WT, XT, ATTR)                                     \
-ATTR void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,      \
-	       int r1, const XT *x, int ldx, int T)                           \
-{                                                                             \
-	int r = r0;                                                           \
-	for (; il && r < r1 && r % 4; r++)                                    \
-		MATMUL_ROWS(BLOCK, 1, il);                                    \
-	for (; r + 4 <= r1; r += 4)                                           \
-		MATMUL_ROWS(BLOCK, 4, il);                                    \
-	for (; r < r1; r++)                                                   \
-		MATMUL_ROWS(BLOCK, 1, il);                                    \
+/* Rows in blocks of 4 (W rows stay in cache across the inputs), leftover
+ * rows one at a time. Interleaved rows go in whole blocks of 4 from a
+ * multiple of 4 (the rows before it one at a time), so that a block is one
+ * stream. */
+AI void rows(const struct kern_mm *m, int T, const enum wtype wt, const int b16)
+{
+	int r = m->r0, r1 = m->r1, il = m->w->il;
+	for (; il && r < r1 && r % 4; r++)
+		row_block(m, T, r, 1, wt, b16);
+	for (; r + 4 <= r1; r += 4)
+		row_block(m, T, r, 4, wt, b16);
+	for (; r < r1; r++)
+		row_block(m, T, r, 1, wt, b16);
 }
-
-MATMUL_BLOCK(block_f32, float, ld_f32, ld_f32_tail)
-MATMUL_BLOCK(block_bf16, uint16_t, ld_bf16, ld_bf16_tail)
-MATMUL(rows_f32, block_f32, float, float, static)
-MATMUL_BLOCK(block_f16, uint16_t, ld_f16, ld_f16_tail)
-MATMUL(rows_bf16, block_bf16, uint16_t, float, static)
-MATMUL(rows_f16, block_f16, uint16_t, float, static)
 
 /* ---- several inputs at once (prefill): panels of widened rows ----
  *
@@ -226,16 +258,21 @@ AI void pk_tile(float *y, int ldy, const float *pk, int cp, int cols, int k0, in
 	}
 }
 
-#define PK_TILES(RB)                                                          \
-	switch (tb) {                                                         \
-	case 3: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 3); break; \
-	case 2: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 2); break; \
-	default: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 1); break; \
+/* Inputs t .. t + tb - 1 (tb <= PK_TOK) against the panel's RB rows (a
+ * constant where this is inlined). */
+AI void pk_tiles(float *y, int ldy, const float *pk, int cp, int cols, int k0, int k1, int r,
+		 const float *x, int ldx, int t, int tb, __m512 *sp, const int RB)
+{
+	switch (tb) {
+	case 3: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 3); break;
+	case 2: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 2); break;
+	default: pk_tile(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, sp, RB, 1); break;
 	}
+}
 
 /* Rows r .. r + rb - 1, widened into the panel pk, times all T inputs. */
-static void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r, int rb,
-		     const float *x, int ldx, int T)
+AI void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r, int rb,
+		 const float *x, int ldx, int T)
 {
 	__m512 spill[PK_GROUP * PK_ROWS];
 	int kc = cols > PK_WIDE ? PK_COLS : cols;
@@ -247,107 +284,68 @@ static void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r
 				int tb = te - t < PK_TOK ? te - t : PK_TOK;
 				__m512 *sp = spill + (size_t)(t - tg) * PK_ROWS;
 				if (rb == PK_ROWS)
-					PK_TILES(PK_ROWS)
+					pk_tiles(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, tb, sp, PK_ROWS);
 				else if (rb == 4)
-					PK_TILES(4)
+					pk_tiles(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, tb, sp, 4);
 				else
-					PK_TILES(1)
+					pk_tiles(y, ldy, pk, cp, cols, k0, k1, r, x, ldx, t, tb, sp, 1);
 			}
 		}
 	}
 }
 
-/* matmul_f32 / bf16 / f16: fewer than PK_MIN_T inputs (decode, drafts)
- * stream the rows through the blocks above; more go through panels, each row widened by LD
- * once (the panel's columns beyond cols zero). */
-#define MATMUL_PANELS(NAME, ROWS, WT, LD, LD_TAIL)                            \
-static void NAME(float *y, int ldy, const WT *w, int cols, int il, int r0,    \
-		 int r1, const float *x, int ldx, int T)                      \
-{                                                                             \
-	if (T < PK_MIN_T) {                                                   \
-		ROWS(y, ldy, w, cols, il, r0, r1, x, ldx, T);                 \
-		return;                                                       \
-	}                                                                     \
-	int cp = (cols + 15) / 16 * 16;                                       \
-	float pk[PK_ROWS * cp];                                               \
-	for (int r = r0; r < r1;) {                                           \
-		int rb = r1 - r >= PK_ROWS ? PK_ROWS : r1 - r >= 4 ? 4 : 1;    \
-		for (int i = 0; i < rb; i++) {                                \
-			const WT *src = w + wmat_row_at(r + i, cols, il);     \
-			float *dst = pk + (size_t)i * cp;                     \
-			int k = 0;                                            \
-			for (; k + 16 <= cols; k += 16)                       \
-				_mm512_storeu_ps(dst + k, LD(src + (il ? wmat_il_col(k) : (size_t)k))); \
-			if (k < cols)                                         \
-				_mm512_storeu_ps(dst + k, LD_TAIL(src + k, tail_mask(cols - k))); \
-		}                                                             \
-		pk_panel(y, ldy, pk, cp, cols, r, rb, x, ldx, T);             \
-		r += rb;                                                      \
-	}                                                                     \
-}
-
-MATMUL_PANELS(matmul_f32, rows_f32, float, ld_f32, ld_f32_tail)
-MATMUL_PANELS(matmul_bf16, rows_bf16, uint16_t, ld_bf16, ld_bf16_tail)
-MATMUL_PANELS(matmul_f16, rows_f16, uint16_t, ld_f16, ld_f16_tail)
-
-/* bf16 activations (dot_b16 in kernels.h) with vdpbf16ps: 32 columns per
- * step, lane j of the accumulator taking the pair 2j + 1, 2j of them, as
- * dot_b16 says; the last cols % 32 columns as zero pairs (masked loads).
- * Blocks as above: RB * TB accumulators, the rows of weights loaded once
- * per step for all TB inputs. Only where kern_has_dpbf16(). */
-#define DPBF16 __attribute__((target("avx512bf16")))
-
-DPBF16 AI __m512 dp_step(__m512 acc, __m512i w, __m512i x)
+/* The float-input products of weights of type wt: fewer than PK_MIN_T
+ * inputs (decode, drafts) stream the rows through the blocks above; more
+ * go through panels, each row widened once (the panel's columns beyond
+ * cols zero). */
+AI void products(const struct kern_mm *m, const enum wtype wt)
 {
-	return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
+	if (m->T < PK_MIN_T) {
+		rows(m, m->T, wt, 0);
+		return;
+	}
+	const struct wmat *w = m->w;
+	int cols = w->cols, il = w->il, r1 = m->r1, cp = (cols + 15) / 16 * 16;
+	size_t es = w_size(wt);
+	float pk[PK_ROWS * cp];
+	for (int r = m->r0; r < r1;) {
+		int rb = r1 - r >= PK_ROWS ? PK_ROWS : r1 - r >= 4 ? 4 : 1;
+		for (int i = 0; i < rb; i++) {
+			const unsigned char *src = (const unsigned char *)w->data +
+						   es * wmat_row_at(r + i, cols, il);
+			float *dst = pk + (size_t)i * cp;
+			int k = 0;
+			for (; k + 16 <= cols; k += 16)
+				_mm512_storeu_ps(dst + k, ld_w(src, il ? wmat_il_col(k) : (size_t)k, wt));
+			if (k < cols)
+				_mm512_storeu_ps(dst + k, ld_w_tail(src, (size_t)k, tail_mask(cols - k), wt));
+		}
+		pk_panel(m->y, m->ldy, pk, cp, cols, r, rb, m->x, m->ldx, m->T);
+		r += rb;
+	}
 }
 
-DPBF16 AI void block_b16(float *y, int ldy, const uint16_t *w, int cols, int r,
-			 const uint16_t *x, int ldx, int t0, const int RB, const int TB,
-			 int il)
+void kern_mm_f32_avx512(const struct kern_mm *m)
 {
-	__m512 acc[4][6];
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
-		acc[i][j] = _mm512_setzero_ps();
-	const uint16_t *wr[4], *xr[6];
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-		wr[i] = w + wmat_row_at(r + i, cols, il);
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
-		xr[j] = x + (size_t)(t0 + j) * ldx;
-	size_t ahead = prefetch_ahead(2 * (size_t)RB * (size_t)cols);
-	int k = 0;
-	for (; k + 32 <= cols; k += 32) {
-		size_t o = il ? wmat_il_col(k) : (size_t)k;
-		__m512i wv[4];
-		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
-			if (!il)
-				prefetch_at(wr[i] + o, ahead);
-			wv[i] = _mm512_loadu_si512(wr[i] + o);
-		}
-		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
-			__m512i xv = _mm512_loadu_si512(xr[j] + k);
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-				acc[i][j] = dp_step(acc[i][j], wv[i], xv);
-		}
-	}
-	if (k < cols) {
-		__mmask32 m = (__mmask32)((1ull << (cols - k)) - 1);
-		__m512i wv[4];
-		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-			wv[i] = _mm512_maskz_loadu_epi16(m, wr[i] + k);
-		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
-			__m512i xv = _mm512_maskz_loadu_epi16(m, xr[j] + k);
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-				acc[i][j] = dp_step(acc[i][j], wv[i], xv);
-		}
-	}
-	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
-		y[(size_t)(t0 + j) * ldy + r + i] = hsum_512(acc[i][j]);
+	products(m, WT_F32);
 }
 
-MATMUL(matmul_b16_dpbf16, block_b16, uint16_t, uint16_t, DPBF16 static)
+void kern_mm_bf16_avx512(const struct kern_mm *m)
+{
+	products(m, WT_BF16);
+}
+
+void kern_mm_f16_avx512(const struct kern_mm *m)
+{
+	products(m, WT_F16);
+}
+
+/* bf16 activations: the blocks above with vdpbf16ps, the rows of weights
+ * loaded once per step for all TB inputs. Only where kern_has_dpbf16(). */
+__attribute__((target("avx512bf16"))) void kern_mm_b16_dpbf16(const struct kern_mm *m)
+{
+	rows(m, m->T, WT_BF16, 1);
+}
 
 /* The lane primitives of kernels_simd.h: the 16 lanes in one zmm, tails
  * through masks. */
@@ -385,11 +383,4 @@ AI float v_hmax(V v) { return _mm512_reduce_max_ps(v); }
 
 #include "kernels/kernels_simd.h"
 
-#define AVX512_TABLE(B16)                                                     \
-	{ .level = CPU_AVX512, .matmul_f32 = matmul_f32, .matmul_bf16 = matmul_bf16, \
-	  .matmul_f16 = matmul_f16, .matmul_b16 = B16, .dot = dot,               \
-	  .rmsnorm = rmsnorm, .softmax = softmax, .rope = rope,                 \
-	  .silu_mul = silu_mul, .axpy = axpy }
-
-const struct kernels kernels_avx512 = AVX512_TABLE(kern_matmul_b16_ref),
-		     kernels_avx512_dpbf16 = AVX512_TABLE(matmul_b16_dpbf16);
+const struct kernels *const kernels_avx512 = &ks_kernels;

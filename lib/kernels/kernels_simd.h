@@ -21,7 +21,8 @@
  *   v_pow2i(n)           2^n for integral n in the normal range
  *   v_fold(v)            the fold of kern_sum16 (w = 8, 4, 2, 1)
  *   v_hmax(v)            the largest lane
- * and includes this file once, before its table of kernels.
+ * and includes this file once; ks_kernels is then its level's table of
+ * these kernels, which kernels_for completes.
  */
 
 #define KS_AI static inline __attribute__((always_inline))
@@ -136,3 +137,12 @@ static void axpy(float *y, float a, const float *x, int n)
 	for (int i = 0; i < n; i += 16)
 		ks_store(y + i, v_fma(av, ks_load(x + i, n - i), ks_load(y + i, n - i)), n - i);
 }
+
+static const struct kernels ks_kernels = {
+	.dot = dot,
+	.rmsnorm = rmsnorm,
+	.softmax = softmax,
+	.rope = rope,
+	.silu_mul = silu_mul,
+	.axpy = axpy,
+};

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-/* Floats of rows dequantized at a time by kq_matmul (128 KiB of stack):
+/* Floats of rows dequantized at a time by the exact mode (128 KiB of stack):
  * at least one row. */
 #define KQ_SCRATCH KQ_MAX_COLS
 
@@ -141,30 +141,50 @@ void kq_dequant_row(const struct wmat *w, int r, float *out)
 	}
 }
 
-void kq_matmul(const struct kernels *k, const struct wmat *w, float *y, int ldy, int r0,
-	       int r1, const float *x, int ldx, int T)
+/* The exact mode on f32, a level's float32 product: a block of rows
+ * dequantized into a buffer on the stack, then multiplied there. */
+static inline __attribute__((always_inline)) void kq_exact(const struct kern_mm *m,
+							    kern_mm_fn *f32)
 {
+	const struct wmat *w = m->w;
 	float buf[KQ_SCRATCH];
 	int n = KQ_SCRATCH / w->cols;
-	for (int r = r0; r < r1; r += n) {
-		int m = r1 - r < n ? r1 - r : n;
-		for (int i = 0; i < m; i++)
+	for (int r = m->r0; r < m->r1; r += n) {
+		int rows = m->r1 - r < n ? m->r1 - r : n;
+		for (int i = 0; i < rows; i++)
 			kq_dequant_row(w, r + i, buf + (size_t)i * (size_t)w->cols);
-		k->matmul_f32(y + r, ldy, buf, w->cols, 0, 0, m, x, ldx, T);
+		struct wmat d = { .type = WT_F32, .rows = rows, .cols = w->cols, .data = buf };
+		f32(&(struct kern_mm){ .y = m->y + r, .ldy = m->ldy, .w = &d, .r0 = 0, .r1 = rows,
+				       .x = m->x, .ldx = m->ldx, .T = m->T });
 	}
+}
+
+void kq_mm_scalar(const struct kern_mm *m)
+{
+	kq_exact(m, kern_mm_f32_scalar);
+}
+
+void kq_mm_avx2(const struct kern_mm *m)
+{
+	kq_exact(m, kern_mm_f32_avx2);
+}
+
+void kq_mm_avx512(const struct kern_mm *m)
+{
+	kq_exact(m, kern_mm_f32_avx512);
 }
 
 /* ---- int8 activations ---- */
 
-void kq_q8a_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		   const struct q8act *a, const int *hs, int T)
+void kq_q8a_scalar(const struct kern_mm *m)
 {
-	int nsb = w->cols / KQ_SB, nh = w->cols / 16;
+	const struct wmat *w = m->w;
+	const struct q8act *a = m->xa;
+	int nsb = w->cols / KQ_SB;
 	struct kq_block b;
-	for (int t = 0; t < T; t++)
-		for (int r = r0; r < r1; r++) {
+	for (int t = 0; t < m->T; t++)
+		for (int r = m->r0; r < m->r1; r++) {
 			const int8_t *aq = a[t].q;
-			const int *h = hs + (size_t)t * (size_t)nh;
 			float acc = 0;
 			for (int s = 0; s < nsb; s++) {
 				kq_get(w, r, s, &b);
@@ -176,39 +196,17 @@ void kq_q8a_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 						sum[c / 16] += b.q[32 * kk + c] * aq[c0 + c];
 					if (w->type == WT_Q6K) {
 						for (int half = 0; half < 2; half++) {
-							int isum = sum[half] - 32 * h[2 * k + half];
+							int isum = sum[half] - 32 * a[t].hsums[2 * k + half];
 							float ds = b.d * (float)b.sc[2 * kk + half];
 							acc = fmaf((float)isum, ds * as, acc);
 						}
 					} else {
 						float ds = b.d * (float)b.sc[kk], dm = b.dmin * (float)b.m[kk];
-						int bsum = h[2 * k] + h[2 * k + 1];
 						acc = fmaf((float)(sum[0] + sum[1]), ds * as, acc);
-						acc = fmaf(-(float)bsum, dm * as, acc);
+						acc = fmaf(-(float)a[t].sums[k], dm * as, acc);
 					}
 				}
 			}
-			y[(size_t)t * (size_t)ldy + (size_t)r] = acc;
+			m->y[(size_t)t * (size_t)m->ldy + (size_t)r] = acc;
 		}
-}
-
-void kq_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		   int r0, int r1, const struct q8act *a, int T)
-{
-	/* the half-block sums of up to `chunk` inputs at a time, on the stack */
-	enum { HS = KQ_MAX_COLS / 16 * 2 };
-	int hs[HS], nh = w->cols / 16, chunk = HS / nh;
-	kq_q8a_fn *fn = level == CPU_AVX512 && quant_has_vnni() ? kq_q8a_vnni
-			: level >= CPU_AVX2 ? kq_q8a_avx2 : kq_q8a_scalar;
-	for (int t0 = 0; t0 < T; t0 += chunk) {
-		int n = T - t0 < chunk ? T - t0 : chunk;
-		for (int t = 0; t < n; t++)
-			for (int h = 0; h < nh; h++) {
-				int s = 0;
-				for (int c = 0; c < 16; c++)
-					s += a[t0 + t].q[16 * h + c];
-				hs[t * nh + h] = s;
-			}
-		fn(w, y + (size_t)t0 * (size_t)ldy, ldy, r0, r1, a + t0, hs, n);
-	}
 }

@@ -39,7 +39,8 @@
  *
  * Float activations (the exact mode): y[r] is the canonical dot
  * (lib/kernels/kernels.h) of the dequantized row and x: the same bits as
- * the float32 matrix of the dequantized values through matmul_f32. A block
+ * the float32 matrix of the dequantized values through the float32 product
+ * (mm[WT_F32][KA_F32] of the same level's table). A block
  * of rows is dequantized into a buffer on the stack and multiplied there;
  * no float copy of the matrix is kept.
  *
@@ -109,20 +110,16 @@ void kq_get(const struct wmat *w, int r, int s, struct kq_block *b);
 /* out[0..cols) = row r of w, dequantized. */
 void kq_dequant_row(const struct wmat *w, int r, float *out);
 
-/* y[t * ldy + r] = dot(row r, x + t * ldx) for r in [r0, r1), t < T, with
- * k's matmul_f32 on the dequantized rows (the exact mode). */
-void kq_matmul(const struct kernels *k, const struct wmat *w, float *y, int ldy, int r0,
-	       int r1, const float *x, int ldx, int T);
+/* The products are entries of each level's kernel table
+ * (lib/kernels/kernels.h), reached through kern_matmul
+ * (lib/kernels/matmul.h): mm[type][KA_F32], the exact mode, on the
+ * level's float32 product; mm[type][KA_Q8], int8 activations, in the
+ * order above: the VNNI kernel where the level is CPU_AVX512 and
+ * kern_has_vnni(), the AVX2 one where it is at least CPU_AVX2, else the
+ * scalar reference. The activations' code sums are the q8act's: sums[k]
+ * is bsum, hsums[2k + h] Q6_K's sum over half h. */
 
-/* y[t * ldy + r] for r in [r0, r1), t < T, from the quantized inputs a[t]
- * in the order above: the VNNI kernel where level is CPU_AVX512 and
- * quant_has_vnni(), the AVX2
- * one where level is at least CPU_AVX2, else the scalar reference. */
-void kq_matmul_q8a(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		   int r0, int r1, const struct q8act *a, int T);
-
-
-/* ---- internal to lib/kernels: a record's parts, the per-ISA kernels ---- */
+/* ---- internal to lib/kernels: a record's parts, the kernels ---- */
 
 #define KQ_OFF_D 0
 #define KQ_OFF_DMIN 64
@@ -161,10 +158,8 @@ static inline int kq_group4(const int8_t *q)
 	return v;
 }
 
-/* The kernels of kq_matmul_q8a: hs[t * cols / 16 + h] is the sum of a[t]'s
- * codes over columns 16h .. 16h + 15 (exact). */
-typedef void kq_q8a_fn(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		       const struct q8act *a, const int *hs, int T);
-kq_q8a_fn kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni;
+/* The table's entries, by level (kquant.c, kquant_avx2.c, kquant_vnni.c). */
+kern_mm_fn kq_mm_scalar, kq_mm_avx2, kq_mm_avx512;
+kern_mm_fn kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni;
 
 #endif

@@ -42,10 +42,10 @@ static inline __m256i dot4(__m256i codes, const int8_t *aq)
  * T <= KQ_T inputs; mask: the lanes to store. */
 static inline __attribute__((always_inline)) void
 half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int ldy,
-	  const struct q8act *a, const int *hs, int T, const int q6, const int planes)
+	  const struct q8act *a, int T, const int q6, const int planes)
 {
 	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
-	int nsb = w->cols / KQ_SB, nh = w->cols / 16, o = 32 * half, l0 = 8 * half;
+	int nsb = w->cols / KQ_SB, o = 32 * half, l0 = 8 * half;
 	size_t rb = kq_rec_bytes(type);
 	const __m256i lo4 = _mm256_set1_epi8(15);
 	__m256 acc[KQ_T];
@@ -89,7 +89,7 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 			}
 			for (int t = 0; t < T; t++) {
 				const int8_t *aq = a[t].q + 32 * k;
-				const int *h = hs + t * nh + 2 * k;
+				const int32_t *h = a[t].hsums + 2 * k;
 				__m256 as = _mm256_set1_ps(a[t].scales[k]);
 				__m256i i0 = dot4(v[0], aq), i1 = dot4(v[4], aq + 16);
 				for (int g = 1; g < 4; g++) {
@@ -104,7 +104,7 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 				} else {
 					__m256i i = _mm256_add_epi32(i0, i1);
 					acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(ds0, as), acc[t]);
-					acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-(float)(h[0] + h[1])),
+					acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-(float)a[t].sums[k]),
 								 _mm256_mul_ps(dm, as), acc[t]);
 				}
 			}
@@ -115,32 +115,31 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 				    acc[t]);
 }
 
-static void tiles(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		  const struct q8act *a, const int *hs, int T, const int q6, const int planes)
+/* Every half tile that holds a row of [r0, r1), KQ_T inputs at a time. */
+static inline __attribute__((always_inline)) void
+tiles(const struct kern_mm *m, const int q6, const int planes)
 {
-	int nh = w->cols / 16;
+	int r0 = m->r0, r1 = m->r1, T = m->T;
 	for (int tile = r0 / KQ_TILE; tile * KQ_TILE < r1; tile++)
 		for (int half = 0; half < 2; half++) {
 			int lo = tile * KQ_TILE + 8 * half;
 			if (lo >= r1 || lo + 8 <= r0)
 				continue;
-			int m[8];
+			int mk[8];
 			for (int i = 0; i < 8; i++)
-				m[i] = lo + i >= r0 && lo + i < r1 ? -1 : 0;
-			__m256i mask = _mm256_loadu_si256((const __m256i *)m);
+				mk[i] = lo + i >= r0 && lo + i < r1 ? -1 : 0;
+			__m256i mask = _mm256_loadu_si256((const __m256i *)mk);
 			for (int t = 0; t < T; t += KQ_T)
-				half_pass(w, tile, half, mask, y + (size_t)t * (size_t)ldy, ldy, a + t,
-					  hs + (size_t)t * (size_t)nh, T - t < KQ_T ? T - t : KQ_T, q6,
-					  planes);
+				half_pass(m->w, tile, half, mask, m->y + (size_t)t * (size_t)m->ldy, m->ldy,
+					  m->xa + t, T - t < KQ_T ? T - t : KQ_T, q6, planes);
 		}
 }
 
-void kq_q8a_avx2(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		 const struct q8act *a, const int *hs, int T)
+void kq_q8a_avx2(const struct kern_mm *m)
 {
-	switch (w->type) {
-	case WT_Q4K: tiles(w, y, ldy, r0, r1, a, hs, T, 0, 0); return;
-	case WT_Q5K: tiles(w, y, ldy, r0, r1, a, hs, T, 0, 1); return;
-	default: tiles(w, y, ldy, r0, r1, a, hs, T, 1, 2); return;
+	switch (m->w->type) {
+	case WT_Q4K: tiles(m, 0, 0); return;
+	case WT_Q5K: tiles(m, 0, 1); return;
+	default: tiles(m, 1, 2); return;
 	}
 }

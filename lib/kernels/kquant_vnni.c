@@ -28,10 +28,10 @@ static inline __m512 widen_i8(const unsigned char *p)
  * inputs. q6: Q6_K; planes: bits - 4. */
 static inline __attribute__((always_inline)) void
 tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
-	  const struct q8act *a, const int *hs, int T, const int q6, const int planes)
+	  const struct q8act *a, int T, const int q6, const int planes)
 {
 	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
-	int nsb = w->cols / KQ_SB, nh = w->cols / 16;
+	int nsb = w->cols / KQ_SB;
 	size_t rb = kq_rec_bytes(type);
 	const __m512i lo4 = _mm512_set1_epi8(15);
 	__m512 acc[KQ_T];
@@ -73,7 +73,7 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 			}
 			for (int t = 0; t < T; t++) {
 				const int8_t *aq = a[t].q + 32 * k;
-				const int *h = hs + t * nh + 2 * k;
+				const int32_t *h = a[t].hsums + 2 * k;
 				__m512 as = _mm512_set1_ps(a[t].scales[k]);
 				__m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
 				for (int g = 0; g < 4; g++)
@@ -88,7 +88,7 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 				} else {
 					__m512i i = _mm512_add_epi32(i0, i1);
 					acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), _mm512_mul_ps(ds0, as), acc[t]);
-					acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(-(float)(h[0] + h[1])),
+					acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(-(float)a[t].sums[k]),
 								 _mm512_mul_ps(dm, as), acc[t]);
 				}
 			}
@@ -98,26 +98,26 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 		_mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy + (size_t)tile * KQ_TILE, rows, acc[t]);
 }
 
-static void tiles(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		  const struct q8act *a, const int *hs, int T, const int q6, const int planes)
+/* Every tile that holds a row of [r0, r1), KQ_T inputs at a time. */
+static inline __attribute__((always_inline)) void
+tiles(const struct kern_mm *m, const int q6, const int planes)
 {
-	int nh = w->cols / 16;
+	int r0 = m->r0, r1 = m->r1, T = m->T;
 	for (int tile = r0 / KQ_TILE; tile * KQ_TILE < r1; tile++) {
 		int lo = tile * KQ_TILE, from = r0 > lo ? r0 - lo : 0;
 		int to = r1 < lo + KQ_TILE ? r1 - lo : KQ_TILE;
 		__mmask16 rows = (__mmask16)(((1u << to) - 1) & ~((1u << from) - 1));
 		for (int t = 0; t < T; t += KQ_T)
-			tile_pass(w, tile, rows, y + (size_t)t * (size_t)ldy, ldy, a + t,
-				  hs + (size_t)t * (size_t)nh, T - t < KQ_T ? T - t : KQ_T, q6, planes);
+			tile_pass(m->w, tile, rows, m->y + (size_t)t * (size_t)m->ldy, m->ldy, m->xa + t,
+				  T - t < KQ_T ? T - t : KQ_T, q6, planes);
 	}
 }
 
-void kq_q8a_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		 const struct q8act *a, const int *hs, int T)
+void kq_q8a_vnni(const struct kern_mm *m)
 {
-	switch (w->type) {
-	case WT_Q4K: tiles(w, y, ldy, r0, r1, a, hs, T, 0, 0); return;
-	case WT_Q5K: tiles(w, y, ldy, r0, r1, a, hs, T, 0, 1); return;
-	default: tiles(w, y, ldy, r0, r1, a, hs, T, 1, 2); return;
+	switch (m->w->type) {
+	case WT_Q4K: tiles(m, 0, 0); return;
+	case WT_Q5K: tiles(m, 0, 1); return;
+	default: tiles(m, 1, 2); return;
 	}
 }

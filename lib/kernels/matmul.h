@@ -1,10 +1,11 @@
-/* matmul: the one place that dispatches a matrix product, or a row lookup,
- * on the storage type of a weight matrix (struct wmat, weights.h).
+/* matmul: the one entry point of a matrix product, or a row lookup, for a
+ * weight matrix of any storage type (struct wmat, weights.h).
  *
- * It sits above both kernel families: float32 and bf16 matrices go to the
- * float kernels (kernels.h), int8 and int4 ones to the quantization kernels
- * (quant.h), which use the float kernels' pieces but never call back up
- * here.
+ * A product is one lookup in the kernel table of a level (struct kernels,
+ * lib/kernels/kernels.h): by the weight type and the kind of activations
+ * it multiplies, and the entry runs it. The entries are the float kernels
+ * (kernels.h), the integer ones (quant.h, qtile.h) and the K-quants'
+ * (kquant.h); none calls back up here.
  */
 #ifndef MATMUL_H
 #define MATMUL_H
@@ -13,30 +14,26 @@
 #include "kernels/quant.h"
 #include "kernels/weights.h"
 
-/* One product: y[t * ldy + r] = (W x_t)[r] for rows [r0, r1) of w and the
- * T inputs x_t = x + t * ldx. Every output is one canonical dot product
- * (kernels.h, quant.h), so it does not depend on T, on the row range or on
- * the SIMD level. xa: NULL, or the T inputs already quantized to int8 (xa[t]
- * is x_t through q8a_quantize): then an int8 or int4 w, tiled
- * (lib/kernels/qtile.h), multiplies them with the int8-activation kernel
- * (qtile_matmul; x is not read), and float32 or bf16 weights ignore xa and
- * multiply x. An untiled int8 or int4 w multiplies x (quant_matmul, the
- * exact mode). xb: NULL, or the T inputs
- * rounded to bf16 (f32_to_bf16), cols apart: then a bf16 w multiplies them
- * with matmul_b16 (dot_b16 in kernels.h; x is not read), and other weights
- * ignore xb. */
-struct kern_mm {
-	float *y;
-	int ldy;
-	const struct wmat *w;
-	int r0, r1;
-	const float *x;
-	int ldx, T;
-	const struct q8act *xa;
-	const uint16_t *xb;
-};
+/* The activations m's weights multiply (struct kern_mm, kernels.h): int8
+ * ones for a tiled int8 or int4 matrix and for a K-quant one when m has
+ * them, bf16 ones for a bf16 matrix when m has them, else float. */
+static inline enum kern_act kern_act(const struct kern_mm *m)
+{
+	const struct wmat *w = m->w;
+	if (m->xa && (w->tiled || w->type >= WT_Q4K))
+		return KA_Q8;
+	if (m->xb && w->type == WT_BF16)
+		return KA_B16;
+	return KA_F32;
+}
 
-void kern_matmul(const struct kernels *k, const struct kern_mm *m);
+/* One product (struct kern_mm, kernels.h) with the kernels of k; nothing
+ * when the row range or T is empty. */
+static inline void kern_matmul(const struct kernels *k, const struct kern_mm *m)
+{
+	if (m->r1 > m->r0 && m->T > 0)
+		k->mm[m->w->type][kern_act(m)](m);
+}
 
 /* out[0..cols) = row r of w, widened (float32, bf16) or dequantized (int8,
  * int4, K-quants) to float. */

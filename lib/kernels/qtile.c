@@ -1,5 +1,5 @@
-/* qtile: see qtile.h. The layout, the repacking, the scalar reference and
- * the choice of kernel. */
+/* qtile: see qtile.h. The layout, the repacking and the scalar
+ * reference. */
 #include "kernels/qtile.h"
 #include "kernels/qtile_isa.h"
 #include "core/bf16.h"
@@ -170,13 +170,14 @@ void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
 
 /* ---- the scalar reference ---- */
 
-void qtile_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
-			 const struct q8act *a, int T)
+void qtile_mm_scalar(const struct kern_mm *m)
 {
+	const struct wmat *w = m->w;
+	const struct q8act *a = m->xa;
 	enum qtile_scales s = (enum qtile_scales)(w->tiled - 1);
 	int nb = nblocks(w->cols);
-	for (int r = r0; r < r1; r++)
-		for (int t = 0; t < T; t++) {
+	for (int r = m->r0; r < m->r1; r++)
+		for (int t = 0; t < m->T; t++) {
 			float acc = 0;
 			for (int b = 0; b < nb; b++) {
 				int32_t d = 0;
@@ -187,19 +188,6 @@ void qtile_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1
 					sc *= qtile_scale(w, r, b * Q8A_BLOCK);
 				acc = fmaf((float)d, sc, acc);
 			}
-			y[(size_t)t * ldy + r] = s == QT_ROW ? acc * qtile_scale(w, r, 0) : acc;
+			m->y[(size_t)t * m->ldy + r] = s == QT_ROW ? acc * qtile_scale(w, r, 0) : acc;
 		}
-}
-
-void qtile_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		  int r0, int r1, const struct q8act *a, int T)
-{
-	if (r1 <= r0 || T <= 0)
-		return;
-	if (level == CPU_AVX512 && quant_has_vnni())
-		qtile_matmul_vnni(w, y, ldy, r0, r1, a, T);
-	else if (level >= CPU_AVX2)
-		qtile_matmul_avx2(w, y, ldy, r0, r1, a, T);
-	else
-		qtile_matmul_scalar(w, y, ldy, r0, r1, a, T);
 }

@@ -73,10 +73,11 @@ void qtile_pack(const struct wmat *src, void *dst, struct wmat *out);
  * quant_scale reach them through): weight (r, c)'s code, and its scale
  * (the row's for QT_ROW). */
 
-/* y[t * ldy + r] for r in [r0, r1) and t < T from the inputs a[t] (each
- * w->cols long), in the order above, at this level (at most
- * cpu_level_env()): AVX-512 with VNNI, AVX2, or the scalar reference. */
-void qtile_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		  int r0, int r1, const struct q8act *a, int T);
+/* The product (y[t * ldy + r] for r in [r0, r1) and t < T from the
+ * inputs a[t], each w->cols long, in the order above) is the entry
+ * mm[WT_Q4 or WT_Q8][KA_Q8] of each level's kernel table
+ * (lib/kernels/kernels.h), reached through kern_matmul
+ * (lib/kernels/matmul.h): AVX-512 with VNNI, AVX2, or the scalar
+ * reference. */
 
 #endif

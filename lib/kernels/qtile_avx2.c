@@ -1,4 +1,4 @@
-/* qtile_avx2: qtile_matmul on AVX2 (lib/kernels/qtile.h), for CPUs
+/* qtile_avx2: the int8-activation product on AVX2 (lib/kernels/qtile.h), for CPUs
  * without AVX-512 VNNI.
  *
  * A tile is two halves of 8 rows, one ymm lane per row. The integer sums
@@ -91,11 +91,14 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 }
 
 static inline __attribute__((always_inline)) void
-tiles(const struct wmat *w, const struct qtile_geom *g, float *y, int ldy, int r0, int r1,
-      const struct q8act *a, int T, const int q4, const enum qtile_scales s)
+tiles(const struct kern_mm *m, const struct qtile_geom *g, const int q4,
+      const enum qtile_scales s)
 {
+	float *y = m->y;
+	int ldy = m->ldy, r0 = m->r0, r1 = m->r1, T = m->T;
+	const struct q8act *a = m->xa;
 	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
-		const uint8_t *p = (const uint8_t *)w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
+		const uint8_t *p = (const uint8_t *)m->w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
 		for (int h = 0; h < 2; h++) {
 			int lo = r0 - rb > 8 * h ? r0 - rb : 8 * h;
 			int hi = r1 - rb < 8 * h + 8 ? r1 - rb : 8 * h + 8;
@@ -110,19 +113,13 @@ tiles(const struct wmat *w, const struct qtile_geom *g, float *y, int ldy, int r
 	}
 }
 
-void qtile_matmul_avx2(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		       const struct q8act *a, int T)
+/* The table's entries: int4 and int8. */
+void qtile_q4_avx2(const struct kern_mm *m)
 {
-	struct qtile_geom g;
-	qtile_geom(w, &g);
-	if (w->type == WT_Q4 && g.s == QT_F16)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F16);
-	else if (w->type == WT_Q4)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F32);
-	else if (g.s == QT_F16)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F16);
-	else if (g.s == QT_F32)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F32);
-	else
-		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_ROW);
+	qtile_run(m, tiles, 1);
+}
+
+void qtile_q8_avx2(const struct kern_mm *m)
+{
+	qtile_run(m, tiles, 0);
 }

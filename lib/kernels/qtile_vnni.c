@@ -1,4 +1,4 @@
-/* qtile_vnni: qtile_matmul on AVX-512 VNNI (lib/kernels/qtile.h).
+/* qtile_vnni: the int8-activation product on AVX-512 VNNI (lib/kernels/qtile.h).
  *
  * One zmm lane per row of a tile. For each 32-column block the tile's
  * codes are loaded once (int4: four 64-byte chunks, each giving two quads
@@ -89,11 +89,14 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 /* Every tile that holds a row of [r0, r1), eight tokens at a time, then
  * four, two, one. */
 static inline __attribute__((always_inline)) void
-tiles(const struct wmat *w, const struct qtile_geom *g, float *y, int ldy, int r0, int r1,
-      const struct q8act *a, int T, const int q4, const enum qtile_scales s)
+tiles(const struct kern_mm *mm, const struct qtile_geom *g, const int q4,
+      const enum qtile_scales s)
 {
+	float *y = mm->y;
+	int ldy = mm->ldy, r0 = mm->r0, r1 = mm->r1, T = mm->T;
+	const struct q8act *a = mm->xa;
 	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
-		const uint8_t *p = (const uint8_t *)w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
+		const uint8_t *p = (const uint8_t *)mm->w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
 		int lo = r0 > rb ? r0 - rb : 0, hi = r1 - rb < QTILE_ROWS ? r1 - rb : QTILE_ROWS;
 		__mmask16 m = (__mmask16)((0xffffu >> (QTILE_ROWS - hi)) & (0xffffu << lo));
 		int t = 0;
@@ -112,19 +115,13 @@ tiles(const struct wmat *w, const struct qtile_geom *g, float *y, int ldy, int r
 	}
 }
 
-void qtile_matmul_vnni(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		       const struct q8act *a, int T)
+/* The table's entries: int4 and int8. */
+void qtile_q4_vnni(const struct kern_mm *m)
 {
-	struct qtile_geom g;
-	qtile_geom(w, &g);
-	if (w->type == WT_Q4 && g.s == QT_F16)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F16);
-	else if (w->type == WT_Q4)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 1, QT_F32);
-	else if (g.s == QT_F16)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F16);
-	else if (g.s == QT_F32)
-		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_F32);
-	else
-		tiles(w, &g, y, ldy, r0, r1, a, T, 0, QT_ROW);
+	qtile_run(m, tiles, 1);
+}
+
+void qtile_q8_vnni(const struct kern_mm *m)
+{
+	qtile_run(m, tiles, 0);
 }

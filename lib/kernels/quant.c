@@ -1,5 +1,4 @@
-/* quant: see quant.h. The schemes, the scalar reference kernels, the
- * run-time dispatch and the tiled matmul. */
+/* quant: see quant.h. The schemes and the scalar reference kernels. */
 #include "kernels/quant.h"
 #include "kernels/quant_isa.h"
 #include "kernels/kquant.h"
@@ -185,28 +184,31 @@ double quant_rel_error(const struct wmat *src, const struct wmat *q)
 
 /* ---- scalar reference kernels ---- */
 
-void q8_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		      const float *x, int ldx, int T)
+/* Rows [r0, r1) of an int8 matrix with a scale per row. */
+static void q8_rows_scalar(const struct kern_mm *m)
 {
-	for (int r = r0; r < r1; r++) {
-		for (int t = 0; t < T; t++) {
-			const float *xt = x + (size_t)t * ldx;
+	const struct wmat *w = m->w;
+	for (int r = m->r0; r < m->r1; r++) {
+		for (int t = 0; t < m->T; t++) {
+			const float *xt = m->x + (size_t)t * m->ldx;
 			float s[KDOT_LANES] = { 0 };
 			for (int c = 0; c < w->cols; c++)
 				s[c % 16] = fmaf((float)quant_code(w, r, c), xt[c], s[c % 16]);
-			y[(size_t)t * ldy + r] = kern_sum16(s) * w->scales[r];
+			m->y[(size_t)t * m->ldy + r] = kern_sum16(s) * w->scales[r];
 		}
 	}
 }
 
-void grp_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
-		       const float *x, int ldx, int T)
+/* Group-scaled codes, int4 and int8 (WT_Q8 with a group_size): one scalar
+ * reference for both. */
+static void grp_rows_scalar(const struct kern_mm *m)
 {
+	const struct wmat *w = m->w;
 	int G = w->group_size, ng = w->cols / G;
-	for (int r = r0; r < r1; r++) {
+	for (int r = m->r0; r < m->r1; r++) {
 		const float *s = w->scales + (size_t)r * ng;
-		for (int t = 0; t < T; t++) {
-			const float *xt = x + (size_t)t * ldx;
+		for (int t = 0; t < m->T; t++) {
+			const float *xt = m->x + (size_t)t * m->ldx;
 			float acc[KDOT_LANES] = { 0 };
 			for (int g = 0; g < ng; g++) {
 				float gs[KDOT_LANES] = { 0 };
@@ -215,9 +217,22 @@ void grp_matmul_scalar(const struct wmat *w, float *y, int ldy, int r0, int r1,
 				for (int j = 0; j < 16; j++)
 					acc[j] = fmaf(gs[j], s[g], acc[j]);
 			}
-			y[(size_t)t * ldy + r] = kern_sum16(acc);
+			m->y[(size_t)t * m->ldy + r] = kern_sum16(acc);
 		}
 	}
+}
+
+void q8_mm_scalar(const struct kern_mm *m)
+{
+	if (wmat_grouped(m->w))
+		grp_rows_scalar(m);
+	else
+		q8_rows_scalar(m);
+}
+
+void q4_mm_scalar(const struct kern_mm *m)
+{
+	grp_rows_scalar(m);
 }
 
 int q8a_padded(int n)
@@ -228,7 +243,7 @@ int q8a_padded(int n)
 struct q8act *q8a_alloc(int n, int T)
 {
 	size_t np = (size_t)q8a_padded(n), nb = np / Q8A_BLOCK;
-	size_t per = nb * (sizeof(float) + sizeof(int32_t)) + np;
+	size_t per = nb * (sizeof(float) + 3 * sizeof(int32_t)) + np;
 	struct q8act *a = malloc(sizeof *a * (size_t)T + per * (size_t)T);
 	if (!a)
 		return NULL;
@@ -236,22 +251,21 @@ struct q8act *q8a_alloc(int n, int T)
 	for (int t = 0; t < T; t++, p += per)
 		a[t] = (struct q8act){ .n = n, .scales = (float *)p,
 				       .sums = (int32_t *)(p + nb * sizeof(float)),
-				       .q = (int8_t *)(p + nb * (sizeof(float) + sizeof(int32_t))) };
+				       .hsums = (int32_t *)(p + nb * (sizeof(float) + sizeof(int32_t))),
+				       .q = (int8_t *)(p + nb * (sizeof(float) + 3 * sizeof(int32_t))) };
 	return a;
 }
 
-void q8a_quantize(enum cpu_level level, const float *x, int n, struct q8act *a)
+void q8a_sums(struct q8act *a)
 {
-	if (level == CPU_AVX512)
-		q8a_quantize_avx512(x, n, a);
-	else
-		q8a_quantize_scalar(x, n, a);
-	for (int b = 0; b < q8a_padded(n) / Q8A_BLOCK; b++) {
+	for (int h = 0; h < q8a_padded(a->n) / (Q8A_BLOCK / 2); h++) {
 		int32_t sum = 0;
-		for (int i = 0; i < Q8A_BLOCK; i++)
-			sum += a->q[b * Q8A_BLOCK + i];
-		a->sums[b] = sum;
+		for (int i = 0; i < Q8A_BLOCK / 2; i++)
+			sum += a->q[h * (Q8A_BLOCK / 2) + i];
+		a->hsums[h] = sum;
 	}
+	for (int b = 0; b < q8a_padded(a->n) / Q8A_BLOCK; b++)
+		a->sums[b] = a->hsums[2 * b] + a->hsums[2 * b + 1];
 }
 
 void q8a_quantize_scalar(const float *x, int n, struct q8act *a)
@@ -263,26 +277,5 @@ void q8a_quantize_scalar(const float *x, int n, struct q8act *a)
 		a->scales[b / Q8A_BLOCK] = symmetric(x + b, e - b, 127, a->q + b);
 		memset(a->q + e, 0, (size_t)(b + Q8A_BLOCK - e));
 	}
-}
-
-/* ---- dispatch ---- */
-
-void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		  int r0, int r1, const float *x, int ldx, int T)
-{
-	static quant_matmul_fn *const q8[] = {
-		[CPU_SCALAR] = q8_matmul_scalar, [CPU_AVX2] = q8_matmul_avx2,
-		[CPU_AVX512] = q8_matmul_avx512 };
-	static quant_matmul_fn *const q8g[] = {
-		[CPU_SCALAR] = grp_matmul_scalar, [CPU_AVX2] = q8g_matmul_avx2,
-		[CPU_AVX512] = q8g_matmul_avx512 };
-	static quant_matmul_fn *const q4[] = {
-		[CPU_SCALAR] = grp_matmul_scalar, [CPU_AVX2] = q4_matmul_avx2,
-		[CPU_AVX512] = q4_matmul_avx512 };
-	(w->type == WT_Q4 ? q4 : wmat_grouped(w) ? q8g : q8)[level](w, y, ldy, r0, r1, x, ldx, T);
-}
-
-int quant_has_vnni(void)
-{
-	return cpu_detect() == CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
+	q8a_sums(a);
 }

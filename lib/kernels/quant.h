@@ -39,7 +39,7 @@
  * a thread pool can split by rows and get the same bits for any split. They
  * read the integer codes and widen them in registers; nothing is
  * dequantized into memory. A scalar reference and AVX2 / AVX-512 versions
- * exist, chosen by the caller's lib/core/cpu.h level. All follow one
+ * exist, in the kernel table of the caller's level (lib/kernels/kernels.h). All follow one
  * canonical order (the one of lib/kernels/kernels.h's dot), so they are bitwise
  * equal: 16 partial sums start at +0;
  *   int8: weight c goes into s[c % 16] = fmaf(q[c], x[c], s), in increasing
@@ -152,25 +152,27 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
 
 /* ---- kernels ---- */
 
-/* y[t * ldy + r] = sum_c W[r][c] x[t * ldx + c] for r in [r0, r1) and
- * t < T: w is WT_Q8 (either kind of scales) or WT_Q4 (the argument order of kern_matmul,
- * lib/kernels/kernels.h). Each output is computed in the same order whatever T, the
- * row range, the split of rows into calls or the SIMD level, so chunking a
- * prompt, threading by rows or capping the level never changes a bit. With
- * T > 1 each block of four rows is read from memory once and reused from
- * cache for every t. level: the kernels to use (lib/core/cpu.h), at most
- * cpu_detect(). */
-void quant_matmul(enum cpu_level level, const struct wmat *w, float *y, int ldy,
-		  int r0, int r1, const float *x, int ldx, int T);
+/* The products: y[t * ldy + r] = sum_c W[r][c] x[t * ldx + c] for r in
+ * [r0, r1) and t < T, w WT_Q8 (either kind of scales) or WT_Q4, are the
+ * entries mm[WT_Q8 or WT_Q4][KA_F32] of each level's kernel table
+ * (lib/kernels/kernels.h), reached through kern_matmul
+ * (lib/kernels/matmul.h). Each output is computed in the same order
+ * whatever T, the row range, the split of rows into calls or the SIMD
+ * level, so chunking a prompt, threading by rows or capping the level
+ * never changes a bit. With T > 1 each block of four rows is read from
+ * memory once and reused from cache for every t. */
 
 /* int8 activations: a vector quantized in blocks of Q8A_BLOCK: codes
- * q[n_pad] (zero beyond n), scales and code sums, one per block, with
- * n_pad = n rounded up to Q8A_BLOCK (q8a_padded). */
+ * q[n_pad] (zero beyond n), scales and code sums, one per block, and the
+ * code sums of each half block, with n_pad = n rounded up to Q8A_BLOCK
+ * (q8a_padded). */
 struct q8act {
 	int n;           /* logical length */
 	int8_t *q;
 	float *scales;
 	int32_t *sums;   /* the sum of each block's codes */
+	int32_t *hsums;  /* the sum of each half block's (Q8A_BLOCK / 2 codes):
+			  * sums[b] = hsums[2b] + hsums[2b + 1] */
 };
 
 int q8a_padded(int n);
@@ -179,12 +181,8 @@ int q8a_padded(int n);
  * follow the array. NULL when out of memory. */
 struct q8act *q8a_alloc(int n, int T);
 
-/* Quantizes x[n] into a (allocated for at least n), with the kernels of
- * this level (the same bits at every level). */
-void q8a_quantize(enum cpu_level level, const float *x, int n, struct q8act *a);
-
-/* Whether this CPU has AVX-512 VNNI (vpdpbusd), with the AVX-512 of
- * cpu_detect(). */
-int quant_has_vnni(void);
+/* Quantizing: k->q8a_quantize(x, n, a) (struct kernels,
+ * lib/kernels/kernels.h) quantizes x[n] into a (allocated for at least n),
+ * its codes, scales and sums; the same bits at every level. */
 
 #endif

@@ -113,4 +113,5 @@ void q8a_quantize_avx512(const float *x, int n, struct q8act *a)
 			_mm_storeu_si128((__m128i *)(a->q + b + 16 * h), q);
 		}
 	}
+	q8a_sums(a);
 }

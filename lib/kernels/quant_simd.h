@@ -45,15 +45,19 @@ static inline A q8_tail(const int8_t *q, const float *x, int nv, int n, A acc)
 	return q8_step(qt, xt, acc);
 }
 
-/* Rows r .. r + 3 for the tb tokens t .. t + tb - 1: each 16 codes of a
- * row widened once and multiplied by every token's x, so a batch pays the
+/* Rows r .. r + 3 of wm for the tb tokens t .. t + tb - 1: each 16 codes of
+ * a row widened once and multiplied by every token's x, so a batch pays the
  * widening once per tb tokens; per (row, token) the sums are those of the
- * single-token order. tb is a constant where this is inlined; il: the rows
- * are interleaved (weights.h; then there is no tail). */
+ * single-token order. tb is a constant where this is inlined; nv: the
+ * columns before the tail (none where the rows are interleaved, wm->il,
+ * weights.h). */
 static inline __attribute__((always_inline)) void
-q8_rows4(const int8_t *base, int n, int nv, const float *sc, int r, const float *xs,
-	 int ldx, float *ys, int ldy, int t, const int tb, int il)
+q8_rows4(const struct wmat *wm, int nv, int r, const float *xs, int ldx, float *ys, int ldy,
+	 int t, const int tb)
 {
+	const int8_t *base = wm->data;
+	const float *sc = wm->scales;
+	int n = wm->cols, il = wm->il;
 	const int8_t *q[4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 		q[i] = base + wmat_row_at(r + i, n, il);
@@ -84,8 +88,10 @@ q8_rows4(const int8_t *base, int n, int nv, const float *sc, int r, const float 
 	}
 }
 
-void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
-			 const float *xs, int ldx, int T)
+/* Rows [r0, r1) of an int8 matrix with a scale per row. */
+static inline __attribute__((always_inline)) void
+q8_matmul(const struct wmat *w, float *ys, int ldy, int r0, int r1, const float *xs, int ldx,
+	  int T)
 {
 	int n = w->cols, nv = n / 16 * 16, il = w->il;
 	const int8_t *base = w->data;
@@ -94,9 +100,9 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 	for (; r + 4 <= r1; r += 4) {
 		int t = 0;
 		for (; t + QUANT_TB <= T; t += QUANT_TB)
-			q8_rows4(base, n, nv, sc, r, xs, ldx, ys, ldy, t, QUANT_TB, il);
+			q8_rows4(w, nv, r, xs, ldx, ys, ldy, t, QUANT_TB);
 		for (; t < T; t++)
-			q8_rows4(base, n, nv, sc, r, xs, ldx, ys, ldy, t, 1, il);
+			q8_rows4(w, nv, r, xs, ldx, ys, ldy, t, 1);
 	}
 	for (; r < r1; r++) {
 		const int8_t *q0 = base + wmat_row_at(r, n, il);
@@ -108,7 +114,6 @@ void QUANT_FN(q8_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r
 			ys[(size_t)t * ldy + r] = afold(q8_tail(q0, x, nv, n, a0)) * sc[r];
 		}
 	}
-
 }
 
 /* ---- group-scaled codes: int4, and int8 in groups (GGUF's Q8_0) ----
@@ -285,14 +290,17 @@ grp_matmul(const struct wmat *w, float *ys, int ldy, int r0, int r1, const float
 	}
 }
 
-void QUANT_FN(q4_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
-			 const float *xs, int ldx, int T)
+/* The table's entries (quant_isa.h): int8 with either kind of scales, and
+ * int4. */
+void QUANT_FN(q8_mm)(const struct kern_mm *m)
 {
-	grp_matmul(w, ys, ldy, r0, r1, xs, ldx, T, 0);
+	if (wmat_grouped(m->w))
+		grp_matmul(m->w, m->y, m->ldy, m->r0, m->r1, m->x, m->ldx, m->T, 1);
+	else
+		q8_matmul(m->w, m->y, m->ldy, m->r0, m->r1, m->x, m->ldx, m->T);
 }
 
-void QUANT_FN(q8g_matmul)(const struct wmat *w, float *ys, int ldy, int r0, int r1,
-			  const float *xs, int ldx, int T)
+void QUANT_FN(q4_mm)(const struct kern_mm *m)
 {
-	grp_matmul(w, ys, ldy, r0, r1, xs, ldx, T, 1);
+	grp_matmul(m->w, m->y, m->ldy, m->r0, m->r1, m->x, m->ldx, m->T, 0);
 }

@@ -4,7 +4,7 @@
  * bfloat16 or float16 (read directly: 2 bytes per weight, widened exactly
  * in registers) or the quantized formats of the containers. A `struct wmat` describes one such
  * matrix without owning it: data points into a mapping or into memory the
- * model owns. Kernels (lib/kernels/kernels.h) dispatch on `type`.
+ * model owns. The kernel table (lib/kernels/kernels.h) is indexed by `type`.
  *
  * Layout, for every type: row-major [rows x cols], one row per output
  * feature, as in PyTorch's nn.Linear weight (y = W x).
@@ -49,6 +49,7 @@
 /* WT_F32 .. WT_Q4 are also the type codes of a container's tensors (0 to
  * 3, lib/format/qfile.h); a container holds no WT_F16 and no K-quant. */
 enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16, WT_Q4K, WT_Q5K, WT_Q6K };
+#define WT_COUNT (WT_Q6K + 1)
 
 struct wmat {
 	enum wtype type;

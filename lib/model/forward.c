@@ -78,7 +78,7 @@ static void quant_part(void *arg, int i, int n)
 	int lo, hi;
 	pool_split(j->T, i, n, 1, &lo, &hi);
 	for (int t = lo; t < hi; t++)
-		q8a_quantize(f->k->level, j->x + (size_t)t * j->ldx, j->mm[0].w->cols, &f->xa[t]);
+		f->k->q8a_quantize(j->x + (size_t)t * j->ldx, j->mm[0].w->cols, &f->xa[t]);
 }
 
 /* With act8, quantizes the job's inputs once (for its integer matrices),
@@ -105,7 +105,10 @@ static void convert_inputs(struct mm_job *j)
 	}
 }
 
-static void run_mm(struct mm_job *j)
+/* Converts a job's inputs, then runs its products on the pool. Inlined:
+ * it is no call of its own between forward_eval and the kernels
+ * (docs/architecture.md, "From a token to the inner loop"). */
+static inline __attribute__((always_inline)) void run_mm(struct mm_job *j)
 {
 	struct forward *f = j->f;
 	convert_inputs(j);
@@ -345,7 +348,7 @@ int forward_act8_prepare(struct model *m, int f32act, struct err *e)
 
 const char *forward_act8_kernel(enum cpu_level level)
 {
-	return level == CPU_AVX512 && quant_has_vnni() ? "VNNI"
+	return level == CPU_AVX512 && kern_has_vnni() ? "VNNI"
 	       : level >= CPU_AVX2 ? "AVX2" : "scalar";
 }
 

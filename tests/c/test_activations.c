@@ -354,7 +354,7 @@ static void check_float_refused(void)
 int main(void)
 {
 	printf("activations: %s%s%s\n", cpu_level_name(cpu_level_env(NULL)),
-	       quant_has_vnni() && cpu_level_env(NULL) == CPU_AVX512 ? " + VNNI" : " (no VNNI)",
+	       kern_has_vnni() && cpu_level_env(NULL) == CPU_AVX512 ? " + VNNI" : " (no VNNI)",
 	       kern_has_dpbf16() ? " + vdpbf16ps" : " (no vdpbf16ps: the scalar bf16 reference)");
 	struct qscheme int8 = { .type = WT_Q8 },
 		       int4e = { .type = WT_Q4, .group_size = 32, .embeddings = true };

@@ -125,6 +125,23 @@ static void check_reference(const struct kernels *k)
 	CHECK(worst_rope < 1e-6, "rope: error %g", worst_rope);
 }
 
+/* Rows [r0, r1) of the rows x cols matrix of type `type` at w (il: its rows
+ * interleaved) times T inputs ldx apart (x, or the bf16 inputs xb, cols
+ * apart, when xb is not NULL) through k's table, or through fn when it is
+ * not NULL. */
+static void mm(const struct kernels *k, kern_mm_fn *fn, float *y, int ldy, enum wtype type,
+	       const void *w, int rows, int cols, int il, int r0, int r1, const float *x,
+	       const uint16_t *xb, int ldx, int T)
+{
+	struct wmat m = { .type = type, .rows = rows, .cols = cols, .data = w, .il = il };
+	struct kern_mm p = { .y = y, .ldy = ldy, .w = &m, .r0 = r0, .r1 = r1, .x = x,
+			     .ldx = ldx, .T = T, .xb = xb };
+	if (fn)
+		fn(&p);
+	else
+		kern_matmul(k, &p);
+}
+
 /* A SIMD table against the scalar one, bitwise. */
 static void check_level(const struct kernels *ref, const struct kernels *k)
 {
@@ -190,38 +207,39 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		fill(x, T * cols, 1);
 		for (int i = 0; i < rows * cols; i++)
 			wb[i] = f32_to_bf16(wf[i]);
-		ref->matmul_f32(y1, rows, wf, cols, 0, 1, rows, x, cols, T);
-		k->matmul_f32(y2, rows, wf, cols, 0, 1, rows, x, cols, T);
-		CHECK(same_bits(y1, y2, T * rows), "%s matmul_f32 %dx%d T=%d differs",
+		mm(ref, NULL, y1, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(k, NULL, y2, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		CHECK(same_bits(y1, y2, T * rows), "%s f32 product %dx%d T=%d differs",
 		      name, rows, cols, T);
-		ref->matmul_bf16(y1, rows, wb, cols, 0, 1, rows, x, cols, T);
-		k->matmul_bf16(y2, rows, wb, cols, 0, 1, rows, x, cols, T);
-		CHECK(same_bits(y1, y2, T * rows), "%s matmul_bf16 %dx%d T=%d differs",
+		mm(ref, NULL, y1, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(k, NULL, y2, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		CHECK(same_bits(y1, y2, T * rows), "%s bf16 product %dx%d T=%d differs",
 		      name, rows, cols, T);
 		/* binary16 weights: the same bits as the reference, and as the
 		 * float32 product of the exactly widened matrix (an independent
-		 * path: f16_to_f32, then matmul_f32). */
+		 * path: f16_to_f32, then the f32 product). */
 		uint16_t *wh = malloc(2 * (size_t)rows * cols);
 		for (int i = 0; i < rows * cols; i++) {
 			wh[i] = f32_to_f16(wf[i]);
 			wf[i] = f16_to_f32(wh[i]);
 		}
-		ref->matmul_f16(y1, rows, wh, cols, 0, 1, rows, x, cols, T);
-		k->matmul_f16(y2, rows, wh, cols, 0, 1, rows, x, cols, T);
-		CHECK(same_bits(y1, y2, T * rows), "%s matmul_f16 %dx%d T=%d differs",
+		mm(ref, NULL, y1, rows, WT_F16, wh, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(k, NULL, y2, rows, WT_F16, wh, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		CHECK(same_bits(y1, y2, T * rows), "%s f16 product %dx%d T=%d differs",
 		      name, rows, cols, T);
-		ref->matmul_f32(y1, rows, wf, cols, 0, 1, rows, x, cols, T);
+		mm(ref, NULL, y1, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, NULL, cols, T);
 		CHECK(same_bits(y1, y2, T * rows),
-		      "%s matmul_f16 %dx%d T=%d: not matmul_f32 of the widened weights",
+		      "%s f16 product %dx%d T=%d: not the f32 product of the widened weights",
 		      name, rows, cols, T);
 		free(wh);
-		k->matmul_bf16(y2, rows, wb, cols, 0, 1, rows, x, cols, T);
+		mm(k, NULL, y2, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, NULL, cols, T);
 		/* Each output is the canonical dot of its row: a matvec of one
 		 * input gives the same bits as the batched product. */
 		float *one = calloc((size_t)rows, sizeof(float));
-		k->matmul_bf16(one, rows, wb, cols, 0, rows - 1, rows, x + (T - 1) * cols, cols, 1);
+		mm(k, NULL, one, rows, WT_BF16, wb, rows, cols, 0, rows - 1, rows, x + (T - 1) * cols, NULL,
+		   cols, 1);
 		CHECK(same_bits(&one[rows - 1], &y2[(T - 1) * rows + rows - 1], 1),
-		      "%s matmul_bf16: batch and matvec differ", name);
+		      "%s bf16 product: batch and matvec differ", name);
 		free(one);
 		free(wf);
 		free(wb);
@@ -235,7 +253,7 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
  * in double of the same bf16 products: each of the n steps rounds once
  * (relative 2^-24) and the 4 folds once each, so the error is bounded by
  * (n / 16 + 4) * 2^-24 times the sum of |products| per lane; 1e-6 of the
- * total covers n = 1023 here. Then every table's matmul_b16 (vdpbf16ps
+ * total covers n = 1023 here. Then every table's bf16-activation product (vdpbf16ps
  * where the CPU has it) against the reference, bitwise, on odd shapes,
  * with ordinary values and with values whose products and partial sums
  * fall below FLT_MIN, where the flushes (DAZ, FTZ) decide the bits. */
@@ -261,7 +279,7 @@ static void check_b16(void)
 			ad += fabs(p);
 		}
 		float y;
-		kern_matmul_b16_ref(&y, 1, wa, n, 0, 0, 1, xa, n, 1);
+		mm(NULL, kern_mm_b16_ref, &y, 1, WT_BF16, wa, 1, n, 0, 0, 1, NULL, xa, n, 1);
 		double e = fabs(y - d) / (ad + 1e-30);
 		worst = e > worst ? e : worst;
 	}
@@ -279,9 +297,9 @@ static void check_b16(void)
 	xo[1] = 0x3f80, xo[33] = 0x3380, xo[32] = 0xbf80;
 	float yo = -1, yf = -1, yd = -1;
 	uint16_t w70 = 0x1c80, w100 = 0x7180, xsub = 0x0001;  /* 2^-70, 2^100 */
-	kern_matmul_b16_ref(&yo, 1, one, 34, 0, 0, 1, xo, 34, 1);
-	kern_matmul_b16_ref(&yf, 1, &w70, 1, 0, 0, 1, &w70, 1, 1);
-	kern_matmul_b16_ref(&yd, 1, &w100, 1, 0, 0, 1, &xsub, 1, 1);
+	mm(NULL, kern_mm_b16_ref, &yo, 1, WT_BF16, one, 1, 34, 0, 0, 1, NULL, xo, 34, 1);
+	mm(NULL, kern_mm_b16_ref, &yf, 1, WT_BF16, &w70, 1, 1, 0, 0, 1, NULL, &w70, 1, 1);
+	mm(NULL, kern_mm_b16_ref, &yd, 1, WT_BF16, &w100, 1, 1, 0, 0, 1, NULL, &xsub, 1, 1);
 	CHECK(yo == 0 && !signbit(yo), "dot_b16 pair order: %a, want 0", yo);
 	CHECK(yf == 0, "dot_b16 FTZ: %a, want 0", yf);
 	CHECK(yd == 0, "dot_b16 DAZ: %a, want 0", yd);
@@ -303,13 +321,14 @@ static void check_b16(void)
 				x[i] = tiny ? (i % 5 == 0 ? (uint16_t)(i & 0x807f)
 							  : f32_to_bf16(frand() * 0x1p-66f))
 					    : b16(1);
-			kern_matmul_b16_ref(y1, rows, w, cols, 0, 1, rows, x, cols, T);
+			mm(NULL, kern_mm_b16_ref, y1, rows, WT_BF16, w, rows, cols, 0, 1, rows, NULL, x, cols,
+			   T);
 			for (int l = CPU_SCALAR; l <= (int)cpu_detect(); l++) {
 				const struct kernels *k = kernels_for((enum cpu_level)l);
 				memset(y2, 0, sizeof(float) * (size_t)T * rows);
-				k->matmul_b16(y2, rows, w, cols, 0, 1, rows, x, cols, T);
+				mm(k, NULL, y2, rows, WT_BF16, w, rows, cols, 0, 1, rows, NULL, x, cols, T);
 				CHECK(same_bits(y1, y2, T * rows),
-				      "%s%s matmul_b16 %dx%d T=%d%s differs", cpu_level_name(k->level),
+				      "%s%s bf16-activation product %dx%d T=%d%s differs", cpu_level_name(k->level),
 				      l == CPU_AVX512 && kern_has_dpbf16() ? " (vdpbf16ps)" : "",
 				      rows, cols, T, tiny ? ", tiny values" : "");
 			}
@@ -367,21 +386,22 @@ static void check_interleaved(void)
 		for (int l = CPU_SCALAR; l <= (int)cpu_level_env(NULL); l++) {
 			const struct kernels *k = kernels_for((enum cpu_level)l);
 			const char *name = cpu_level_name(k->level);
-			/* each product: row-major by the reference, interleaved by k */
-#define SAME_IL(FN, W, WI, X)                                                        \
-	do {                                                                         \
-		ref->FN(y1, rows, W, cols, 0, r0, rows, X, cols, T);                 \
-		k->FN(y2, rows, WI, cols, 1, r0, rows, X, cols, T);                  \
-		CHECK(same_bits(y1, y2, T * rows), "%s " #FN " interleaved %dx%d "   \
-		      "from row %d differs", name, rows, cols, r0);                   \
-	} while (0)
-			for (int r0 = 0; r0 < 3; r0 += 2) {
-				SAME_IL(matmul_f32, wf, wfi, x);
-				SAME_IL(matmul_bf16, wb, wbi, x);
-				SAME_IL(matmul_f16, wh, whi, x);
-				SAME_IL(matmul_b16, wb, wbi, xb);
-			}
-#undef SAME_IL
+			/* each product: row-major by the reference, interleaved by
+			 * k; bf16 weights with float inputs, then with bf16 ones */
+			enum wtype types[] = { WT_F32, WT_BF16, WT_F16, WT_BF16 };
+			const char *tn[] = { "f32", "bf16", "f16", "bf16" };
+			const void *rm[] = { wf, wb, wh, wb }, *il[] = { wfi, wbi, whi, wbi };
+			for (int r0 = 0; r0 < 3; r0 += 2)
+				for (int i = 0; i < 4; i++) {
+					const uint16_t *b = i == 3 ? xb : NULL;
+					mm(ref, NULL, y1, rows, types[i], rm[i], rows, cols, 0, r0, rows, x,
+					   b, cols, T);
+					mm(k, NULL, y2, rows, types[i], il[i], rows, cols, 1, r0, rows, x,
+					   b, cols, T);
+					CHECK(same_bits(y1, y2, T * rows), "%s %s%s interleaved %dx%d "
+					      "from row %d differs", name, tn[i],
+					      b ? " (bf16 inputs)" : "", rows, cols, r0);
+				}
 		}
 		free(wf), free(wfi), free(wb), free(wbi), free(wh), free(whi), free(xb);
 		free(x), free(row), free(y1), free(y2);

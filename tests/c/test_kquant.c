@@ -2,7 +2,7 @@
  *
  *  - packing: every super-block written into its tile reads back the same
  *    (codes, scales, mins), on shapes with partial tiles;
- *  - the exact mode: kq_matmul at every level is bitwise matmul_f32 on the
+ *  - the exact mode at every level is bitwise the float32 product on the
  *    rows kq_dequant_row gives (the canonical dot of the dequantized row),
  *    for any row range and any T;
  *  - int8 activations: the scalar reference against a float64 evaluation
@@ -15,6 +15,7 @@
 #include "core/cpu.h"
 #include "kernels/kernels.h"
 #include "kernels/kquant.h"
+#include "kernels/matmul.h"
 #include "kernels/quant.h"
 
 #include <stdlib.h>
@@ -99,7 +100,16 @@ static void test_pack(const struct mat *m)
 
 #define TMAX 6
 
-/* The exact mode at every level against matmul_f32 on the dequantized
+/* Rows [r0, r1) of w times T inputs, float (x, cols apart) or int8 (a),
+ * through k's table. */
+static void kmm(const struct kernels *k, const struct wmat *w, float *y, int ldy, int r0,
+		int r1, const float *x, const struct q8act *a, int T)
+{
+	kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = ldy, .w = w, .r0 = r0, .r1 = r1,
+					  .x = x, .ldx = w->cols, .T = T, .xa = a });
+}
+
+/* The exact mode at every level against the float32 product on the dequantized
  * matrix. */
 static void test_exact(const struct mat *m, const float *x)
 {
@@ -111,15 +121,17 @@ static void test_exact(const struct mat *m, const float *x)
 		kq_dequant_row(&m->w, r, wf + (size_t)r * (size_t)cols);
 	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++) {
 		const struct kernels *k = kernels_for((enum cpu_level)lv);
-		k->matmul_f32(want, rows, wf, cols, 0, 0, rows, x, cols, TMAX);
+		kern_matmul(k, &(struct kern_mm){ .y = want, .ldy = rows, .w = &(struct wmat){
+			.type = WT_F32, .rows = rows, .cols = cols, .data = wf }, .r0 = 0, .r1 = rows,
+			.x = x, .ldx = cols, .T = TMAX });
 		for (int T = 1; T <= TMAX; T += 2) {
 			int r0 = rows > 4 ? 3 : 0, r1 = rows > 4 ? rows - 1 : rows;
 			memset(y, 0, sizeof(float) * (size_t)rows * TMAX);
-			kq_matmul(k, &m->w, y, rows, 0, r0, x, cols, T);
-			kq_matmul(k, &m->w, y, rows, r0, r1, x, cols, T);
-			kq_matmul(k, &m->w, y, rows, r1, rows, x, cols, T);
+			kmm(k, &m->w, y, rows, 0, r0, x, NULL, T);
+			kmm(k, &m->w, y, rows, r0, r1, x, NULL, T);
+			kmm(k, &m->w, y, rows, r1, rows, x, NULL, T);
 			CHECK(memcmp(y, want, sizeof(float) * (size_t)rows * (size_t)T) == 0,
-			      "%s: type %d, %d x %d, T %d: the exact mode is matmul_f32 of the "
+			      "%s: type %d, %d x %d, T %d: the exact mode is the float32 product of the "
 			      "dequantized rows, bitwise", cpu_level_name((enum cpu_level)lv),
 			      m->w.type, rows, cols, T);
 		}
@@ -182,7 +194,7 @@ static void test_q8a(const struct mat *m, const struct q8act *a)
 	int rows = m->w.rows;
 	float *want = malloc(sizeof(float) * (size_t)rows * TMAX);
 	float *y = malloc(sizeof(float) * (size_t)rows * TMAX);
-	kq_matmul_q8a(CPU_SCALAR, &m->w, want, rows, 0, rows, a, TMAX);
+	kmm(kernels_for(CPU_SCALAR), &m->w, want, rows, 0, rows, NULL, a, TMAX);
 	double worst = 0;
 	int ok = 1;
 	for (int t = 0; t < TMAX; t++)
@@ -198,13 +210,13 @@ static void test_q8a(const struct mat *m, const struct q8act *a)
 		for (int T = 1; T <= TMAX; T++) {
 			int r0 = rows > 20 ? 5 : 0, r1 = rows > 20 ? rows - 3 : rows;
 			memset(y, 0, sizeof(float) * (size_t)rows * TMAX);
-			kq_matmul_q8a((enum cpu_level)lv, &m->w, y, rows, 0, r0, a, T);
-			kq_matmul_q8a((enum cpu_level)lv, &m->w, y, rows, r0, r1, a, T);
-			kq_matmul_q8a((enum cpu_level)lv, &m->w, y, rows, r1, rows, a, T);
+			kmm(kernels_for((enum cpu_level)lv), &m->w, y, rows, 0, r0, NULL, a, T);
+			kmm(kernels_for((enum cpu_level)lv), &m->w, y, rows, r0, r1, NULL, a, T);
+			kmm(kernels_for((enum cpu_level)lv), &m->w, y, rows, r1, rows, NULL, a, T);
 			CHECK(memcmp(y, want, sizeof(float) * (size_t)rows * (size_t)T) == 0,
 			      "%s%s: type %d, %d x %d, T %d: bitwise the scalar reference",
 			      cpu_level_name((enum cpu_level)lv),
-			      (lv == CPU_AVX512 && quant_has_vnni()) ? " (VNNI)" : "", m->w.type, rows,
+			      (lv == CPU_AVX512 && kern_has_vnni()) ? " (VNNI)" : "", m->w.type, rows,
 			      m->w.cols, T);
 		}
 	free(want);
@@ -225,7 +237,7 @@ int main(void)
 			for (int i = 0; i < cols * TMAX; i++)
 				x[i] = (float)((int)(rnd() % 20001) - 10000) / 4096.0f;
 			for (int t = 0; t < TMAX; t++)
-				q8a_quantize(CPU_SCALAR, x + (size_t)t * cols, cols, &a[t]);
+				kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)t * cols, cols, &a[t]);
 			struct mat m;
 			make(&m, types[ti], rows, cols);
 			test_pack(&m);
@@ -234,7 +246,7 @@ int main(void)
 			unmake(&m);
 		}
 	printf("kquant: levels up to %s%s\n", cpu_level_name(cpu_level_env(NULL)),
-	       (cpu_level_env(NULL) == CPU_AVX512 && quant_has_vnni()) ? " + VNNI" : "");
+	       (cpu_level_env(NULL) == CPU_AVX512 && kern_has_vnni()) ? " + VNNI" : "");
 	free(x);
 	free(a);
 	return check_done("test_kquant");

@@ -11,6 +11,7 @@
  *   magnitudes), which a misplaced scale exceeds by orders of magnitude.
  * - Every level this CPU has gives the reference's bits, for T = 1 .. 11
  *   and row ranges that start and end inside a tile. */
+#include "kernels/matmul.h"
 #include "kernels/qtile.h"
 #include "kernels/qtile_isa.h"
 #include "kernels/quant.h"
@@ -67,6 +68,15 @@ static void mat_make(struct mat *m, enum wtype t, int rows, int cols, int group,
 		}
 }
 
+/* The int8-activation product at level lv, through its kernel table (the
+ * scalar reference at CPU_SCALAR). */
+static void tmm(enum cpu_level lv, const struct wmat *w, float *y, int ldy, int r0, int r1,
+		const struct q8act *a, int T)
+{
+	kern_matmul(kernels_for(lv), &(struct kern_mm){ .y = y, .ldy = ldy, .w = w, .r0 = r0,
+							.r1 = r1, .T = T, .xa = a });
+}
+
 /* The order of qtile.h, computed from the row-major matrix. */
 static float order(const struct wmat *w, int r, const struct q8act *a)
 {
@@ -105,10 +115,10 @@ static void check_shape(enum wtype t, int rows, int cols, int group, int half_sc
 		x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
 	struct q8act *a = q8a_alloc(cols, TMAX);
 	for (int i = 0; i < TMAX; i++)
-		q8a_quantize(CPU_SCALAR, x + (size_t)i * cols, cols, &a[i]);
+		kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)i * cols, cols, &a[i]);
 	int ldy = rows + 3;
 	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX), *y = malloc(sizeof(float) * (size_t)ldy * TMAX);
-	qtile_matmul_scalar(&w, yr, ldy, 0, rows, a, TMAX);
+	tmm(CPU_SCALAR, &w, yr, ldy, 0, rows, a, TMAX);
 	same = 1;
 	double worst = 0, bad = 0;
 	for (int i = 0; i < TMAX; i++)
@@ -140,9 +150,9 @@ static void check_shape(enum wtype t, int rows, int cols, int group, int half_sc
 		for (int T = 1; T <= TMAX; T++) {
 			int lo = rows > 2 ? rows / 3 : 0, hi = rows > 2 ? rows - 1 : rows;
 			memset(y, 0xff, sizeof(float) * (size_t)ldy * TMAX);
-			qtile_matmul((enum cpu_level)lv, &w, y, ldy, 0, lo, a, T);
-			qtile_matmul((enum cpu_level)lv, &w, y, ldy, lo, hi, a, T);
-			qtile_matmul((enum cpu_level)lv, &w, y, ldy, hi, rows, a, T);
+			tmm((enum cpu_level)lv, &w, y, ldy, 0, lo, a, T);
+			tmm((enum cpu_level)lv, &w, y, ldy, lo, hi, a, T);
+			tmm((enum cpu_level)lv, &w, y, ldy, hi, rows, a, T);
 			same = 1;
 			for (int i = 0; i < T; i++)
 				same &= !memcmp(y + (size_t)i * ldy, yr + (size_t)i * ldy,
@@ -178,13 +188,13 @@ static void check_extremes(void)
 			x[c] = c % 3 ? 1.0f : -1.0f;
 		x[5] = -1;
 		struct q8act *a = q8a_alloc(64, 1);
-		q8a_quantize(CPU_SCALAR, x, 64, a);
+		kernels_for(CPU_SCALAR)->q8a_quantize(x, 64, a);
 		float yr[16], y[16];
-		qtile_matmul_scalar(&w, yr, 16, 0, 16, a, 1);
+		tmm(CPU_SCALAR, &w, yr, 16, 0, 16, a, 1);
 		for (int r = 0; r < 16; r++)
 			CHECK(yr[r] == order(&m.w, r, a), "extremes %d row %d", type, r);
 		for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++) {
-			qtile_matmul((enum cpu_level)lv, &w, y, 16, 0, 16, a, 1);
+			tmm((enum cpu_level)lv, &w, y, 16, 0, 16, a, 1);
 			CHECK(!memcmp(y, yr, sizeof y), "extremes %d at %s", type,
 			      cpu_level_name((enum cpu_level)lv));
 		}
@@ -195,7 +205,7 @@ static void check_extremes(void)
 int main(void)
 {
 	printf("qtile: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
-	       quant_has_vnni() && cpu_level_env(NULL) == CPU_AVX512 ? " + VNNI" : "");
+	       kern_has_vnni() && cpu_level_env(NULL) == CPU_AVX512 ? " + VNNI" : "");
 	int cols[] = { 1, 17, 32, 33, 64, 100, 128, 896 };
 	int rows[] = { 1, 5, 16, 17, 40 };
 	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)

@@ -190,6 +190,14 @@ static double rel_err(const float *got, const double *want, const double *mag, i
 	return m;
 }
 
+/* The float-activation product at level lv, through its kernel table. */
+static void qmm(enum cpu_level lv, const struct wmat *w, float *y, int ldy, int r0, int r1,
+		const float *x, int ldx, int T)
+{
+	kern_matmul(kernels_for(lv), &(struct kern_mm){ .y = y, .ldy = ldy, .w = w, .r0 = r0,
+							.r1 = r1, .x = x, .ldx = ldx, .T = T });
+}
+
 /* float64 y = dequant(W) x and sum |w x| per row: the independent truth. */
 static void truth(const struct wmat *w, const float *x, double *y, double *mag)
 {
@@ -222,7 +230,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 	 * reference (the same canonical order). */
 	int ldy = rows + 3;
 	float *yref = malloc(sizeof(float) * (size_t)ldy * 5);
-	quant_matmul(CPU_SCALAR, &m.w, yref, ldy, 0, rows, x, cols, 5);
+	qmm(CPU_SCALAR, &m.w, yref, ldy, 0, rows, x, cols, 5);
 	double e = 0;
 	for (int t = 0; t < 5; t++) {
 		truth(&m.w, x + (size_t)t * cols, want, mag);
@@ -232,7 +240,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 	CHECK(e < 1e-5, "%s scalar %dx%d g%d: rel err %g", tn, rows, cols, group, e);
 	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++) {
 		const char *in = cpu_level_name((enum cpu_level)lv);
-		quant_matmul((enum cpu_level)lv, &m.w, y, ldy, 0, rows, x, cols, 5);
+		qmm((enum cpu_level)lv, &m.w, y, ldy, 0, rows, x, cols, 5);
 		int same = 1;
 		for (int t = 0; t < 5; t++)
 			same &= !memcmp(y + (size_t)t * ldy, yref + (size_t)t * ldy,
@@ -244,8 +252,8 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		int k = rows / 3;
 		same = 1;
 		for (int t = 0; t < 5; t++) {
-			quant_matmul((enum cpu_level)lv, &m.w, ys, 0, 0, k, x + (size_t)t * cols, 0, 1);
-			quant_matmul((enum cpu_level)lv, &m.w, ys, 0, k, rows, x + (size_t)t * cols, 0, 1);
+			qmm((enum cpu_level)lv, &m.w, ys, 0, 0, k, x + (size_t)t * cols, 0, 1);
+			qmm((enum cpu_level)lv, &m.w, ys, 0, k, rows, x + (size_t)t * cols, 0, 1);
 			same &= !memcmp(y + (size_t)t * ldy, ys, sizeof(float) * rows);
 		}
 		CHECK(same, "%s %s %dx%d: T=1 calls split by rows differ from one T=5 call",
@@ -262,7 +270,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		int same = 1;
 		for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
 			for (int r0 = 0; r0 < 3; r0 += 2) {
-				quant_matmul((enum cpu_level)lv, &wi, y, ldy, r0, rows, x, cols, 5);
+				qmm((enum cpu_level)lv, &wi, y, ldy, r0, rows, x, cols, 5);
 				for (int t = 0; t < 5; t++)
 					same &= !memcmp(y + (size_t)t * ldy + r0, yref + (size_t)t * ldy + r0,
 							sizeof(float) * (size_t)(rows - r0));
@@ -291,15 +299,17 @@ static void test_q8a_closed_form(void)
 	x[33] = 2.0f;
 	int8_t q[64];
 	float s[2];
-	int32_t sums[2];
-	struct q8act a = { .q = q, .scales = s, .sums = sums };
+	int32_t sums[2], hsums[4];
+	struct q8act a = { .q = q, .scales = s, .sums = sums, .hsums = hsums };
 	CHECK(q8a_padded(40) == 64, "padded %d", q8a_padded(40));
-	q8a_quantize(CPU_SCALAR, x, 40, &a);
+	kernels_for(CPU_SCALAR)->q8a_quantize(x, 40, &a);
 	CHECK(s[0] == 12.7f / 127.0f && q[0] == -127 && q[1] == (int8_t)roundf(0.05f / s[0]),
 	      "block 0: scale %g codes %d %d", s[0], q[0], q[1]);
 	CHECK(s[1] == 2.0f / 127.0f && q[33] == 127 && q[40] == 0 && q[63] == 0,
 	      "block 1: scale %g codes %d pad %d", s[1], q[33], q[63]);
 	CHECK(sums[0] == -127 + q[1] && sums[1] == 127, "block sums %d %d", sums[0], sums[1]);
+	CHECK(hsums[0] == -127 + q[1] && hsums[1] == 0 && hsums[2] == 127 && hsums[3] == 0,
+	      "half-block sums %d %d %d %d", hsums[0], hsums[1], hsums[2], hsums[3]);
 }
 
 /* The AVX-512 activation quantizer gives the scalar definition's bits, on
@@ -322,11 +332,15 @@ static void test_q8a_simd(void)
 			float sa[np / Q8A_BLOCK], sb[np / Q8A_BLOCK];
 			memset(qa, 0x55, sizeof qa);
 			memset(qb, 0x66, sizeof qb);
-			struct q8act a = { .q = qa, .scales = sa }, b = { .q = qb, .scales = sb };
+			int32_t ua[np / Q8A_BLOCK], ub[np / Q8A_BLOCK], ha[np / 16], hb[np / 16];
+			struct q8act a = { .q = qa, .scales = sa, .sums = ua, .hsums = ha },
+				     b = { .q = qb, .scales = sb, .sums = ub, .hsums = hb };
 			q8a_quantize_scalar(x, n, &a);
 			q8a_quantize_avx512(x, n, &b);
-			CHECK(!memcmp(qa, qb, sizeof qa) && !memcmp(sa, sb, sizeof sa) && b.n == n,
-			      "q8a avx512 n=%d kind %d: not the scalar's codes and scales", n, kind);
+			CHECK(!memcmp(qa, qb, sizeof qa) && !memcmp(sa, sb, sizeof sa) && b.n == n &&
+			      !memcmp(ua, ub, sizeof ua) && !memcmp(ha, hb, sizeof ha),
+			      "q8a avx512 n=%d kind %d: not the scalar's codes, scales and sums", n,
+			      kind);
 		}
 		free(x);
 	}
