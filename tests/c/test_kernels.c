@@ -4,7 +4,10 @@
 #include "core/bf16.h"
 #include "check.h"
 #include "kernels/kernels.h"
+#include "kernels/kquant.h"
 #include "kernels/matmul.h"
+#include "kernels/qtile_isa.h"
+#include "kernels/quant_isa.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +459,43 @@ static void check_nonfinite(const struct kernels *ref, const struct kernels *k)
 		}
 }
 
+/* The tables honour their level (so QWENPIPE_SIMD caps every kernel):
+ * each table's entries are the kernels of its own ISA, never a higher
+ * one's; VNNI and vdpbf16ps only at CPU_AVX512, where the CPU has them;
+ * every product a forward pass runs is there. */
+static void check_tables(void)
+{
+	const struct kernels *s = kernels_for(CPU_SCALAR);
+	CHECK(s->level == CPU_SCALAR && s->q8a_quantize == q8a_quantize_scalar &&
+	      s->mm[WT_F32][KA_F32] == kern_mm_f32_scalar && s->mm[WT_Q4][KA_F32] == q4_mm_scalar &&
+	      s->mm[WT_Q8][KA_Q8] == qtile_mm_scalar && s->mm[WT_Q6K][KA_Q8] == kq_q8a_scalar &&
+	      s->mm[WT_Q4K][KA_F32] == kq_mm_scalar && s->mm[WT_BF16][KA_B16] == kern_mm_b16_ref,
+	      "the scalar table holds a SIMD kernel");
+	for (int l = CPU_SCALAR; l <= (int)cpu_detect(); l++) {
+		const struct kernels *k = kernels_for((enum cpu_level)l);
+		int missing = 0;
+		for (int t = 0; t < WT_COUNT; t++)
+			missing += !k->mm[t][KA_F32] + (t >= WT_Q8 && t != WT_F16 && !k->mm[t][KA_Q8]);
+		CHECK((int)k->level == l && !missing && k->mm[WT_BF16][KA_B16] && k->q8a_quantize,
+		      "%s table: %d products missing", cpu_level_name((enum cpu_level)l), missing);
+	}
+	if (cpu_detect() >= CPU_AVX2) {
+		const struct kernels *k = kernels_for(CPU_AVX2);
+		CHECK(k->q8a_quantize == q8a_quantize_scalar && k->mm[WT_Q4][KA_Q8] == qtile_q4_avx2 &&
+		      k->mm[WT_Q8][KA_Q8] == qtile_q8_avx2 && k->mm[WT_Q5K][KA_Q8] == kq_q8a_avx2 &&
+		      k->mm[WT_Q8][KA_F32] == q8_mm_avx2 && k->mm[WT_BF16][KA_B16] == kern_mm_b16_ref,
+		      "the avx2 table holds an AVX-512 kernel");
+	}
+	if (cpu_detect() == CPU_AVX512) {
+		const struct kernels *k = kernels_for(CPU_AVX512);
+		CHECK(k->mm[WT_Q4][KA_Q8] == (kern_has_vnni() ? qtile_q4_vnni : qtile_q4_avx2) &&
+		      k->mm[WT_BF16][KA_B16] ==
+			      (kern_has_dpbf16() ? kern_mm_b16_dpbf16 : kern_mm_b16_ref) &&
+		      k->q8a_quantize == q8a_quantize_avx512,
+		      "the avx512 table: not the kernels this CPU has");
+	}
+}
+
 int main(void)
 {
 	const struct kernels *ref = kernels_for(CPU_SCALAR);
@@ -469,5 +509,6 @@ int main(void)
 	printf("vdpbf16ps: %s\n", kern_has_dpbf16() ? "yes" : "no (the scalar reference)");
 	check_b16();
 	check_interleaved();
+	check_tables();
 	return check_done("kernels");
 }
