@@ -10,10 +10,10 @@
  * PREFETCH_MIN bytes ahead. Interleaved rows (weights.h) are one stream,
  * which the hardware prefetcher follows faster alone: they are not
  * prefetched. The tiled integer kernels (qtile.h, kquant.h)
- * read each matrix as one sequential stream too; those that compute longer
- * per byte (int4, int8 with a scale per group, the K-quants) ask for every
- * line of a block PREFETCH_MIN bytes past it, and int8 with a scale per row
- * leaves it to the hardware.
+ * read each matrix as one sequential stream too, and ask for every line of
+ * a block PREFETCH_MIN bytes past it: without, the hardware alone kept too
+ * few of their lines in flight on the AMD EPYC VM, more or fewer from one
+ * hour to the next.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
  * falls inside rows of the current block that are already on their way,

@@ -62,7 +62,7 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
-		if ((q4 || s != QT_ROW) && h == 0)  /* as qtile_vnni.c; h 1 reads the same */
+		if (h == 0)  /* the second half reads the same lines */
 			for (size_t k = 0; k < cb; k += 64)
 				prefetch_at(codes + k, PREFETCH_MIN);
 		__m256 ws = _mm256_setzero_ps();

@@ -34,9 +34,8 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
 		acc[t] = _mm512_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
-		if (q4 || s != QT_ROW)  /* not int8 with row scales: docs/performance.md */
-			for (size_t k = 0; k < cb; k += 64)
-				prefetch_at(codes + k, PREFETCH_MIN);
+		for (size_t k = 0; k < cb; k += 64)
+			prefetch_at(codes + k, PREFETCH_MIN);
 		__m512i u[8];
 		if (q4) {
 			const __m512i lo = _mm512_set1_epi8(15), hi = _mm512_set1_epi8((char)0xf0);
