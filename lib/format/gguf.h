@@ -179,9 +179,11 @@ bool gguf_narrow_bf16(float *v, uint64_t n);
 /* Whether gguf_dequant reads type t. */
 bool gguf_can_dequant(enum gguf_ttype t);
 
-/* One Q5_0 block's 32 codes, q - 16 in -16..15, into q; returns its scale
- * (the values are scale * q, exactly as gguf_dequant computes them). */
-float gguf_q5_0_codes(const void *block, int8_t *q);
+/* One Q5_0 or Q5_1 block (type t): its 32 codes u (0..31) and its halves
+ * d and m (0 for Q5_0); gguf_dequant's values are d * (u - 16) and
+ * fl(d * u) + m. */
+void gguf_q5_block(enum gguf_ttype t, const void *block, uint8_t u[32], uint16_t *d,
+		   uint16_t *m);
 
 /* The K-quants (Q4_K, Q5_K, Q6_K): one super-block at block decoded into k
  * (codes unsigned, lib/kernels/kquant.h), and the matrix type they are

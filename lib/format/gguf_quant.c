@@ -66,37 +66,40 @@ static uint32_t le32(const unsigned char *p)
 	       (uint32_t)p[3] << 24;
 }
 
-float gguf_q5_0_codes(const void *block, int8_t *q)
+void gguf_q5_block(enum gguf_ttype t, const void *block, uint8_t u[32], uint16_t *d,
+		   uint16_t *m)
 {
 	const unsigned char *b = block;
-	uint32_t qh = le32(b + 2);
-	const unsigned char *qs = b + 6;
+	int q51 = t == GGML_Q5_1;
+	*d = (uint16_t)(b[0] | b[1] << 8);
+	*m = q51 ? (uint16_t)(b[2] | b[3] << 8) : 0;
+	uint32_t qh = le32(b + 2 + 2 * q51);
+	const unsigned char *qs = b + 6 + 2 * q51;
 	for (int j = 0; j < 16; j++) {
-		q[j] = (int8_t)(((qs[j] & 15) | (int)((qh >> j) & 1) << 4) - 16);
-		q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4) - 16);
+		u[j] = (uint8_t)((qs[j] & 15) | ((qh >> j) & 1) << 4);
+		u[j + 16] = (uint8_t)((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
 	}
-	return half(b);
 }
 
 static void q5_0(const unsigned char *b, float *y)
 {
-	int8_t q[32];
-	float d = gguf_q5_0_codes(b, q);
+	uint8_t u[32];
+	uint16_t d, m;
+	gguf_q5_block(GGML_Q5_0, b, u, &d, &m);
+	float s = f16_to_f32(d);
 	for (int j = 0; j < 32; j++)
-		y[j] = d * (float)q[j];
+		y[j] = s * (float)(u[j] - 16);
 }
 
 static void q5_1(const unsigned char *b, float *y)
 {
-	float d = half(b), m = half(b + 2);
-	uint32_t qh = le32(b + 4);
-	const unsigned char *qs = b + 8;
-	for (int j = 0; j < 16; j++) {
-		int x0 = (qs[j] & 15) | (int)((qh >> j) & 1) << 4;
-		int x1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
-		float p0 = d * (float)x0, p1 = d * (float)x1;
-		y[j] = p0 + m;
-		y[j + 16] = p1 + m;
+	uint8_t u[32];
+	uint16_t d, m;
+	gguf_q5_block(GGML_Q5_1, b, u, &d, &m);
+	float s = f16_to_f32(d), mn = f16_to_f32(m);
+	for (int j = 0; j < 32; j++) {
+		float p = s * (float)u[j];
+		y[j] = p + mn;
 	}
 }
 

@@ -158,7 +158,8 @@ static inline int kq_group4(const int8_t *q)
 	return v;
 }
 
-/* The table's entries, by level (kquant.c, kquant_avx2.c, kquant_vnni.c). */
+/* The table's entries, by level (kquant.c, kquant_avx2.c, kquant_vnni.c);
+ * the exact mode's (kq_mm_*) serve Q5_0 and Q5_1 too. */
 kern_mm_fn kq_mm_scalar, kq_mm_avx2, kq_mm_avx512;
 kern_mm_fn kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni;
 

@@ -1,6 +1,7 @@
 /* matmul: see matmul.h. */
 #include "kernels/matmul.h"
 #include "kernels/kquant.h"
+#include "kernels/qtile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@ void kern_row(const struct wmat *w, int r, float *out)
 {
 	if (kq_is(w->type))
 		kq_dequant_row(w, r, out);
+	else if (wt_is_q5(w->type))
+		qtile_q5_row(w, r, out);
 	else if (wmat_is_int(w))
 		quant_dequant_row(w, r, 0, w->cols, out);
 	else

@@ -15,8 +15,8 @@
 #include "kernels/weights.h"
 
 /* The activations m's weights multiply (struct kern_mm, kernels.h): int8
- * ones for a tiled int8 or int4 matrix and for a K-quant one when m has
- * them, bf16 ones for a bf16 matrix when m has them, else float. */
+ * ones for a tiled int8 or int4 matrix and for a K-quant, Q5_0 or Q5_1 one
+ * when m has them, bf16 ones for a bf16 matrix when m has them, else float. */
 static inline enum kern_act kern_act(const struct kern_mm *m)
 {
 	const struct wmat *w = m->w;
@@ -36,7 +36,7 @@ static inline void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 }
 
 /* out[0..cols) = row r of w, widened (float32, bf16) or dequantized (int8,
- * int4, K-quants) to float. */
+ * int4, K-quants, Q5_0, Q5_1) to float. */
 void kern_row(const struct wmat *w, int r, float *out);
 
 /* Rearranges w (wmat_can_interleave; an int8 matrix's codes) in place into

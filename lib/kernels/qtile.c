@@ -7,16 +7,25 @@
 #include <math.h>
 #include <string.h>
 
+/* A block's code bytes: int4's nibbles, Q5's nibbles and plane, int8's. */
 static size_t code_bytes(enum wtype type)
 {
-	return type == WT_Q4 ? 256 : 512;
+	return type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
 }
 
-static size_t scale_area(int nb, enum qtile_scales s)
+/* The scale area: Q5_1 holds its mins after its scales. */
+static size_t scale_area(enum wtype type, int nb, enum qtile_scales s)
 {
 	size_t b = s == QT_ROW ? QTILE_ROWS * sizeof(float)
 		 : (size_t)nb * QTILE_ROWS * (s == QT_F16 ? 2 : sizeof(float));
+	b *= type == WT_Q51 ? 2 : 1;
 	return (b + 63) / 64 * 64;
+}
+
+/* The kind of scales of a tiled matrix (Q5's are always halves). */
+static enum qtile_scales scales_of(const struct wmat *w)
+{
+	return wt_is_q5(w->type) ? QT_F16 : (enum qtile_scales)(w->tiled - 1);
 }
 
 static int nblocks(int cols)
@@ -27,14 +36,14 @@ static int nblocks(int cols)
 size_t qtile_tile_bytes(enum wtype type, int cols, enum qtile_scales s)
 {
 	int nb = nblocks(cols);
-	return scale_area(nb, s) + (size_t)nb * code_bytes(type);
+	return scale_area(type, nb, s) + (size_t)nb * code_bytes(type);
 }
 
 void qtile_geom(const struct wmat *w, struct qtile_geom *g)
 {
-	g->s = (enum qtile_scales)(w->tiled - 1);
+	g->s = scales_of(w);
 	g->nb = nblocks(w->cols);
-	g->area = scale_area(g->nb, g->s);
+	g->area = scale_area(w->type, g->nb, g->s);
 	g->tile = qtile_tile_bytes(w->type, w->cols, g->s);
 }
 
@@ -61,8 +70,7 @@ enum qtile_scales qtile_scales_for(const struct wmat *src)
 static const uint8_t *tile_at(const struct wmat *w, int r)
 {
 	return (const uint8_t *)w->data +
-	       (size_t)(r / QTILE_ROWS) *
-		       qtile_tile_bytes(w->type, w->cols, (enum qtile_scales)(w->tiled - 1));
+	       (size_t)(r / QTILE_ROWS) * qtile_tile_bytes(w->type, w->cols, scales_of(w));
 }
 
 /* The byte holding weight (l, c) of a tile (its row in the tile, its
@@ -71,29 +79,52 @@ static const uint8_t *tile_at(const struct wmat *w, int r)
 static size_t code_at(enum wtype type, int l, int c, int *hi)
 {
 	int b = c / Q8A_BLOCK, j = c % Q8A_BLOCK;
-	if (type == WT_Q4) {
+	if (type != WT_Q8) {
 		*hi = j >= 16;
 		j %= 16;
-		return (size_t)b * 256 + (size_t)(j / 4) * 64 + (size_t)l * 4 + (size_t)(j % 4);
+		return (size_t)b * code_bytes(type) + (size_t)(j / 4) * 64 + (size_t)l * 4 +
+		       (size_t)(j % 4);
 	}
 	*hi = 0;
 	return (size_t)b * 512 + (size_t)(j / 4) * 64 + (size_t)l * 4 + (size_t)(j % 4);
 }
 
+/* The plane bit of Q5's weight (l, c) of a tile: its word, and the bit. */
+static size_t plane_at(int l, int c, int *bit)
+{
+	int b = c / Q8A_BLOCK, j = c % Q8A_BLOCK;
+	*bit = 4 * l + j % 4;
+	return (size_t)b * code_bytes(WT_Q50) + 256 + (size_t)(j / 4) * 8;
+}
+
 int qtile_code(const struct wmat *w, int r, int c)
 {
-	enum qtile_scales s = (enum qtile_scales)(w->tiled - 1);
-	const uint8_t *t = tile_at(w, r) + scale_area(nblocks(w->cols), s);
-	int hi;
-	uint8_t byte = t[code_at(w->type, r % QTILE_ROWS, c, &hi)];
+	const uint8_t *t = tile_at(w, r) + scale_area(w->type, nblocks(w->cols), scales_of(w));
+	int hi, l = r % QTILE_ROWS;
+	uint8_t byte = t[code_at(w->type, l, c, &hi)];
+	if (w->type == WT_Q8)
+		return (int)byte - 128;
+	int u = hi ? byte >> 4 : byte & 15;
 	if (w->type == WT_Q4)
-		return (hi ? byte >> 4 : byte & 15) - 8;
-	return (int)byte - 128;
+		return u - 8;
+	int bit;
+	uint64_t word;
+	memcpy(&word, t + plane_at(l, c, &bit), 8);
+	u |= (int)(word >> bit & 1) << 4;
+	return w->type == WT_Q50 ? u - 16 : u;
+}
+
+/* Q5_1's min of weight (r, c). */
+static float q5_min(const struct wmat *w, int r, int c)
+{
+	int nb = nblocks(w->cols);
+	const uint16_t *m = (const uint16_t *)tile_at(w, r) + (size_t)nb * QTILE_ROWS;
+	return f16_to_f32(m[(size_t)(c / Q8A_BLOCK) * QTILE_ROWS + (size_t)(r % QTILE_ROWS)]);
 }
 
 float qtile_scale(const struct wmat *w, int r, int c)
 {
-	enum qtile_scales s = (enum qtile_scales)(w->tiled - 1);
+	enum qtile_scales s = scales_of(w);
 	const uint8_t *t = tile_at(w, r);
 	int l = r % QTILE_ROWS;
 	if (s == QT_ROW)
@@ -142,7 +173,7 @@ void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
 	const struct wmat copy = *from, *src = &copy;  /* out may be from */
 	enum qtile_scales s = qtile_scales_for(src);
 	int nb = nblocks(src->cols), zero = src->type == WT_Q4 ? 8 : 128;
-	size_t tb = qtile_tile_bytes(src->type, src->cols, s), sa = scale_area(nb, s);
+	size_t tb = qtile_tile_bytes(src->type, src->cols, s), sa = scale_area(src->type, nb, s);
 	*out = (struct wmat){ .type = src->type, .rows = src->rows, .cols = src->cols,
 			      .data = dst, .group_size = wmat_grouped(src) ? Q8A_BLOCK : 0,
 			      .tiled = (int)s + 1 };
@@ -168,13 +199,66 @@ void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
 	}
 }
 
+size_t qtile_q5_bytes(enum wtype type, int rows, int cols)
+{
+	return qtile_bytes(type, rows, cols, QT_F16);
+}
+
+void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
+		  uint16_t d, uint16_t m)
+{
+	int nb = nblocks(w->cols), l = r % QTILE_ROWS;
+	uint8_t *t = (uint8_t *)data + (size_t)(r / QTILE_ROWS) * qtile_tile_bytes(w->type, w->cols,
+										    QT_F16);
+	size_t i = (size_t)b * QTILE_ROWS + (size_t)l;
+	((uint16_t *)t)[i] = d;
+	if (w->type == WT_Q51)
+		((uint16_t *)t)[(size_t)nb * QTILE_ROWS + i] = m;
+	uint8_t *codes = t + scale_area(w->type, nb, QT_F16);
+	for (int j = 0; j < 32; j++) {
+		int hi, bit, c = 32 * b + j;
+		uint8_t *byte = codes + code_at(w->type, l, c, &hi);
+		*byte |= (uint8_t)((u[j] & 15) << (hi ? 4 : 0));
+		uint64_t word;
+		uint8_t *at = codes + plane_at(l, c, &bit);
+		memcpy(&word, at, 8);
+		word |= (uint64_t)(u[j] >> 4 & 1) << bit;
+		memcpy(at, &word, 8);
+	}
+}
+
+void qtile_q5_row(const struct wmat *w, int r, float *out)
+{
+	int nb = nblocks(w->cols), l = r % QTILE_ROWS;
+	const uint8_t *t = tile_at(w, r);
+	const uint16_t *d = (const uint16_t *)t, *m = d + (size_t)nb * QTILE_ROWS;
+	const uint8_t *codes = t + scale_area(w->type, nb, QT_F16);
+	for (int b = 0; b < nb; b++, codes += code_bytes(w->type)) {
+		float s = f16_to_f32(d[(size_t)b * QTILE_ROWS + (size_t)l]);
+		float mn = w->type == WT_Q51 ? f16_to_f32(m[(size_t)b * QTILE_ROWS + (size_t)l]) : 0;
+		for (int g = 0; g < 8; g++) {
+			uint64_t word;
+			memcpy(&word, codes + 256 + 8 * g, 8);
+			for (int i = 0; i < 4; i++) {
+				uint8_t byte = codes[(g % 4) * 64 + 4 * l + i];
+				int u = (g < 4 ? byte & 15 : byte >> 4) | (int)(word >> (4 * l + i) & 1) << 4;
+				float *o = out + 32 * b + 4 * g + i;
+				if (w->type == WT_Q50)
+					*o = s * (float)(u - 16);
+				else
+					*o = s * (float)u + mn;
+			}
+		}
+	}
+}
+
 /* ---- the scalar reference ---- */
 
 void qtile_mm_scalar(const struct kern_mm *m)
 {
 	const struct wmat *w = m->w;
 	const struct q8act *a = m->xa;
-	enum qtile_scales s = (enum qtile_scales)(w->tiled - 1);
+	enum qtile_scales s = scales_of(w);
 	int nb = nblocks(w->cols);
 	for (int r = m->r0; r < m->r1; r++)
 		for (int t = 0; t < m->T; t++) {
@@ -187,6 +271,9 @@ void qtile_mm_scalar(const struct kern_mm *m)
 				if (s != QT_ROW)
 					sc *= qtile_scale(w, r, b * Q8A_BLOCK);
 				acc = fmaf((float)d, sc, acc);
+				if (w->type == WT_Q51)
+					acc = fmaf((float)a[t].sums[b],
+						   a[t].scales[b] * q5_min(w, r, b * Q8A_BLOCK), acc);
 			}
 			m->y[(size_t)t * m->ldy + r] = s == QT_ROW ? acc * qtile_scale(w, r, 0) : acc;
 		}

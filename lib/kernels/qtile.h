@@ -29,6 +29,16 @@
  *           32b + 4k + j of row 16i + l in its low nibble and column
  *           32b + 16 + 4k + j in its high nibble.
  *
+ * Q5_0 and Q5_1 (WT_Q50, WT_Q51: GGUF's 5-bit types, put in tiles at load,
+ * lib/model/gguf_model.c, and always tiled) take the same layout with
+ * QT_F16 scales: the area holds the halves d as above, then for WT_Q51 the
+ * halves m the same way (nb x 16 more); a block's codes are 320 bytes,
+ * the low 4 bits of u as int4's 256 (u in 0..31, w = d * (u - 16) or
+ * d * u + m), then a 64-byte plane of the fifth bits: its u64 word g (g < 8)
+ * holds bit 4 of column 32b + 4g + i of row 16i + l at bit 4l + i, the byte
+ * mask of the vector of those columns (as lib/kernels/kquant.h's planes).
+ * Padding rows are all zero bytes (scale 0).
+ *
  * The canonical order (every level gives these bits): for row r and an
  * input a (codes a.q, block scales a.s), acc starts at +0 and for each
  * block b in increasing order
@@ -36,9 +46,12 @@
  *   acc = fmaf((float)d, s, acc)
  * with s = a.s[b] * ws[r][b] rounded to float (scales per block; a half
  * widened exactly first), or s = a.s[b] (QT_ROW); the result is acc, times
- * the row's scale for QT_ROW. Integer sums are exact in any order, so the
- * kernels may form d however suits them (the unsigned codes times the
- * codes, minus 128 or 8 times the block's code sum a.sums[b]).
+ * the row's scale for QT_ROW. Q5_0's codes are u - 16; Q5_1's are u, and
+ * after each block's fma comes acc = fmaf((float)a.sums[b], m', acc) with
+ * m' = a.s[b] * m[r][b] rounded to float. Integer sums are exact in any
+ * order, so the kernels may form d however suits them (the unsigned codes
+ * times the codes, minus 128, 8 or 16 times the block's code sum
+ * a.sums[b]).
  */
 #ifndef QTILE_H
 #define QTILE_H
@@ -50,6 +63,7 @@
 #include "kernels/weights.h"
 
 #define QTILE_ROWS 16
+#define QTILE_PLANE 64   /* bytes of a Q5 block's plane of fifth bits */
 
 /* The scales of a tiled matrix (w->tiled - 1). */
 enum qtile_scales { QT_ROW, QT_F32, QT_F16 };
@@ -73,9 +87,19 @@ void qtile_pack(const struct wmat *src, void *dst, struct wmat *out);
  * quant_scale reach them through): weight (r, c)'s code, and its scale
  * (the row's for QT_ROW). */
 
+/* Q5_0 and Q5_1: the bytes of a rows x cols matrix (cols a multiple of
+ * 32); block b of row r (its 32 codes u, its halves d and m; m unused for
+ * WT_Q50) into data (w->data's buffer, writable, qtile_q5_bytes long and
+ * zeroed first); row r dequantized (w = d * (u - 16), or fl(d * u) + m,
+ * each step rounded to float). */
+size_t qtile_q5_bytes(enum wtype type, int rows, int cols);
+void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
+		  uint16_t d, uint16_t m);
+void qtile_q5_row(const struct wmat *w, int r, float *out);
+
 /* The product (y[t * ldy + r] for r in [r0, r1) and t < T from the
  * inputs a[t], each w->cols long, in the order above) is the entry
- * mm[WT_Q4 or WT_Q8][KA_Q8] of each level's kernel table
+ * mm[WT_Q4, WT_Q8, WT_Q50 or WT_Q51][KA_Q8] of each level's kernel table
  * (lib/kernels/kernels.h), reached through kern_matmul
  * (lib/kernels/matmul.h): AVX-512 with VNNI, AVX2, or the scalar
  * reference. */

@@ -7,7 +7,10 @@
  * magnitude), pairs summed in 16 bits over the block's 8 quads (at most
  * 8 x 2 x 15 x 127 = 30480), then -8 times the block sum; int8, |q| times
  * the codes with q's sign moved onto them (pairs at most 2 x 127 x 127),
- * each quad widened to 32 bits. The float steps are qtile.h's. */
+ * each quad widened to 32 bits; Q5, its codes (at most 31) likewise, low
+ * and high nibbles in sums of their own (at most 4 x 2 x 31 x 127 =
+ * 31496), the fifth bits expanded from the plane by a byte shuffle and a
+ * compare. The float steps are qtile.h's. */
 #include "kernels/qtile_isa.h"
 #include "kernels/prefetch.h"
 
@@ -21,23 +24,44 @@ static inline __m256i quad(const int8_t *q)
 	return _mm256_set1_epi32(v);
 }
 
+/* Q5's fifth bits of 8 rows x 4 columns: bits 32h .. 32h + 31 of the
+ * plane word at `at`, bit j to byte j, as 16 or 0. */
+static inline __m256i fifth(const uint8_t *at, int h)
+{
+	uint64_t w;
+	memcpy(&w, at, 8);
+	const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+					     2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	__m256i v = _mm256_set1_epi32((int)(uint32_t)(w >> (32 * h)));
+	v = _mm256_and_si256(_mm256_shuffle_epi8(v, idx), sel);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(v, sel), _mm256_set1_epi8(16));
+}
+
 /* The exact int32 sums of one block for the 8 rows of half h, token codes
- * q (the block's 32). */
+ * q (the block's 32) and their sum. */
 static inline __attribute__((always_inline)) __m256i
-block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const int q4)
+block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const enum wtype type)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
-	if (q4) {
+	if (type != WT_Q8) {
+		const int q5 = wt_is_q5(type);
+		const int off = type == WT_Q4 ? -8 : type == WT_Q50 ? -16 : 0;
 		const __m256i lo = _mm256_set1_epi8(15);
-		__m256i p = _mm256_setzero_si256();
+		__m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
 		for (int k = 0; k < 4; k++) {
 			__m256i v = _mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h));
-			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_and_si256(v, lo),
-								     quad(q + 4 * k)));
-			p = _mm256_add_epi16(p, _mm256_maddubs_epi16(
-				_mm256_and_si256(_mm256_srli_epi16(v, 4), lo), quad(q + 16 + 4 * k)));
+			__m256i u0 = _mm256_and_si256(v, lo);
+			__m256i u1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
+			if (q5) {
+				u0 = _mm256_add_epi8(u0, fifth(codes + 256 + 8 * k, h));
+				u1 = _mm256_add_epi8(u1, fifth(codes + 256 + 8 * (k + 4), h));
+			}
+			p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(u0, quad(q + 4 * k)));
+			p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(u1, quad(q + 16 + 4 * k)));
 		}
-		return _mm256_add_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(-8 * sum));
+		__m256i d = _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones));
+		return _mm256_add_epi32(d, _mm256_set1_epi32(off * sum));
 	}
 	__m256i d = _mm256_setzero_si256();
 	for (int k = 0; k < 8; k++) {
@@ -54,10 +78,11 @@ block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const int q
  * inlined); rows [lo, hi) of the half go to y + rbase. */
 static inline __attribute__((always_inline)) void
 half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a, float *y,
-     int ldy, int rbase, int lo, int hi, const int q4, const enum qtile_scales s, const int NT)
+     int ldy, int rbase, int lo, int hi, const enum wtype type, const enum qtile_scales s,
+     const int NT)
 {
 	const uint8_t *codes = p + g->area;
-	const size_t cb = q4 ? 256 : 512;
+	const size_t cb = type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
 	__m256 acc[NT];
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
@@ -71,12 +96,19 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 			ws = _mm256_load_ps((const float *)p + si);
 		else if (s == QT_F16)
 			ws = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)((const uint16_t *)p + si)));
+		__m256 wm = _mm256_setzero_ps();
+		if (type == WT_Q51)
+			wm = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(
+				(const uint16_t *)p + (size_t)g->nb * QTILE_ROWS + si)));
 		for (int t = 0; t < NT; t++) {
-			__m256i d = block_sum(codes, h, a[t].q + (size_t)b * Q8A_BLOCK, a[t].sums[b], q4);
-			__m256 sc = _mm256_set1_ps(a[t].scales[b]);
+			__m256i d = block_sum(codes, h, a[t].q + (size_t)b * Q8A_BLOCK, a[t].sums[b], type);
+			__m256 as = _mm256_set1_ps(a[t].scales[b]), sc = as;
 			if (s != QT_ROW)
 				sc = _mm256_mul_ps(sc, ws);
 			acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, acc[t]);
+			if (type == WT_Q51)
+				acc[t] = _mm256_fmadd_ps(_mm256_set1_ps((float)a[t].sums[b]),
+							 _mm256_mul_ps(as, wm), acc[t]);
 		}
 	}
 	for (int t = 0; t < NT; t++) {
@@ -91,7 +123,7 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 }
 
 static inline __attribute__((always_inline)) void
-tiles(const struct kern_mm *m, const struct qtile_geom *g, const int q4,
+tiles(const struct kern_mm *m, const struct qtile_geom *g, const enum wtype type,
       const enum qtile_scales s)
 {
 	float *y = m->y;
@@ -106,20 +138,15 @@ tiles(const struct kern_mm *m, const struct qtile_geom *g, const int q4,
 				continue;
 			int t = 0;
 			for (; t + 4 <= T; t += 4)
-				half(p, g, h, a + t, y + (size_t)t * ldy, ldy, rb, lo, hi, q4, s, 4);
+				half(p, g, h, a + t, y + (size_t)t * ldy, ldy, rb, lo, hi, type, s, 4);
 			for (; t < T; t++)
-				half(p, g, h, a + t, y + (size_t)t * ldy, ldy, rb, lo, hi, q4, s, 1);
+				half(p, g, h, a + t, y + (size_t)t * ldy, ldy, rb, lo, hi, type, s, 1);
 		}
 	}
 }
 
-/* The table's entries: int4 and int8. */
-void qtile_q4_avx2(const struct kern_mm *m)
+/* The table's entry, for every tiled type. */
+void qtile_mm_avx2(const struct kern_mm *m)
 {
-	qtile_run(m, tiles, 1);
-}
-
-void qtile_q8_avx2(const struct kern_mm *m)
-{
-	qtile_run(m, tiles, 0);
+	qtile_run(m, tiles);
 }

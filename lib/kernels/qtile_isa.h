@@ -1,6 +1,6 @@
 /* qtile_isa: the per-ISA kernels behind lib/kernels/qtile.h (internal to
  * lib/kernels/). Each is an entry of the kernel table (struct kernels,
- * lib/kernels/kernels.h: mm[WT_Q4 or WT_Q8][KA_Q8]) and computes the
+ * lib/kernels/kernels.h: mm[WT_Q4, WT_Q8, WT_Q50 or WT_Q51][KA_Q8]) and computes the
  * int8-activation product in qtile.h's order; the *_avx2 / *_vnni files
  * are compiled for that ISA only, and kernels_for puts them in the table
  * of a level the CPU has. */
@@ -10,9 +10,9 @@
 #include "kernels/kernels.h"
 #include "kernels/qtile.h"
 
-/* Any tiled matrix (the scalar reference), and by ISA: int4 and int8. */
-kern_mm_fn qtile_mm_scalar;
-kern_mm_fn qtile_q4_avx2, qtile_q8_avx2, qtile_q4_vnni, qtile_q8_vnni;
+/* Any tiled matrix (int4, int8, Q5_0, Q5_1): the scalar reference, and
+ * by ISA. */
+kern_mm_fn qtile_mm_scalar, qtile_mm_avx2, qtile_mm_vnni;
 
 /* The tile's geometry, shared by the kernels: tile bytes, the scale area
  * (the codes start there) and the blocks. */
@@ -24,25 +24,38 @@ struct qtile_geom {
 
 void qtile_geom(const struct wmat *w, struct qtile_geom *g);
 
-/* An ISA's loop over the tiles of m, for int4 or int8 codes (q4) and one
- * kind of scales (constants where it is inlined). */
-typedef void qtile_tiles_fn(const struct kern_mm *m, const struct qtile_geom *g, const int q4,
-			    const enum qtile_scales s);
+/* An ISA's loop over the tiles of m, for one weight type (WT_Q4, WT_Q8,
+ * WT_Q50, WT_Q51) and one kind of scales (constants where it is inlined). */
+typedef void qtile_tiles_fn(const struct kern_mm *m, const struct qtile_geom *g,
+			    const enum wtype type, const enum qtile_scales s);
 
-/* Runs tiles, always_inline in the ISA's file, with the scales of m's
- * matrix as a constant: the one choice of kernel for a tiled matrix, an
- * instance per kind of scales (int4 never has QT_ROW). */
+/* Runs tiles, always_inline in the ISA's file, with m's weight type and
+ * the scales of its matrix as constants: the one choice of kernel for a
+ * tiled matrix, an instance per type and kind of scales (int4 never has
+ * QT_ROW, Q5 has only QT_F16). */
 static inline __attribute__((always_inline)) void
-qtile_run(const struct kern_mm *m, qtile_tiles_fn *tiles, const int q4)
+qtile_run(const struct kern_mm *m, qtile_tiles_fn *tiles)
 {
 	struct qtile_geom g;
 	qtile_geom(m->w, &g);
-	if (g.s == QT_F16)
-		tiles(m, &g, q4, QT_F16);
-	else if (g.s == QT_F32 || q4)
-		tiles(m, &g, q4, QT_F32);
-	else
-		tiles(m, &g, q4, QT_ROW);
+	switch (m->w->type) {
+	case WT_Q50: tiles(m, &g, WT_Q50, QT_F16); return;
+	case WT_Q51: tiles(m, &g, WT_Q51, QT_F16); return;
+	case WT_Q4:
+		if (g.s == QT_F16)
+			tiles(m, &g, WT_Q4, QT_F16);
+		else
+			tiles(m, &g, WT_Q4, QT_F32);
+		return;
+	default:
+		if (g.s == QT_F16)
+			tiles(m, &g, WT_Q8, QT_F16);
+		else if (g.s == QT_F32)
+			tiles(m, &g, WT_Q8, QT_F32);
+		else
+			tiles(m, &g, WT_Q8, QT_ROW);
+		return;
+	}
 }
 
 #endif

@@ -7,7 +7,9 @@
  * -8 times the token's block sum, which makes the int32 sum exactly the
  * signed one; then one conversion, one scale product and one fma per 16
  * rows. The int4 high nibbles go in unshifted (16 times the code), into a
- * sum of their own that one exact shift divides by 16. */
+ * sum of their own that one exact shift divides by 16. Q5's nibbles are
+ * unpacked as int4's, shifted, and the plane's byte masks add the fifth
+ * bit (16) with one masked add per vector. */
 #include "kernels/qtile_isa.h"
 #include "kernels/prefetch.h"
 
@@ -21,15 +23,16 @@ static inline __m512i quad(const int8_t *q)
 	return _mm512_set1_epi32(v);
 }
 
-/* Tokens a[0 .. NT) against one tile (NT, q4 and the scales s constants
+/* Tokens a[0 .. NT) against one tile (NT, type and the scales s constants
  * where this is inlined); the lanes of mask m go to y + rbase. */
 static inline __attribute__((always_inline)) void
 tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float *y, int ldy,
-     int rbase, __mmask16 m, const int q4, const enum qtile_scales s, const int NT)
+     int rbase, __mmask16 m, const enum wtype type, const enum qtile_scales s, const int NT)
 {
+	const int q4 = type == WT_Q4, q5 = wt_is_q5(type);
 	const uint8_t *codes = p + g->area;
-	const size_t cb = q4 ? 256 : 512;
-	const int off = q4 ? -8 : -128;
+	const size_t cb = q4 ? 256 : q5 ? 256 + QTILE_PLANE : 512;
+	const int off = q4 ? -8 : type == WT_Q50 ? -16 : type == WT_Q51 ? 0 : -128;
 	__m512 acc[NT];
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
 		acc[t] = _mm512_setzero_ps();
@@ -37,44 +40,60 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 		for (size_t k = 0; k < cb; k += 64)
 			prefetch_at(codes + k, PREFETCH_MIN);
 		__m512i u[8];
-		if (q4) {
+		if (q4 || q5) {
 			const __m512i lo = _mm512_set1_epi8(15), hi = _mm512_set1_epi8((char)0xf0);
 			_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
 				__m512i v = _mm512_load_si512(codes + 64 * k);
 				u[k] = _mm512_and_si512(v, lo);
-				u[k + 4] = _mm512_and_si512(v, hi);
+				u[k + 4] = q4 ? _mm512_and_si512(v, hi)
+					      : _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
 			}
 		} else {
 			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
 				u[k] = _mm512_load_si512(codes + 64 * k);
 		}
-		__m512 ws = _mm512_setzero_ps();
+		if (q5) {  /* the fifth bits, a byte mask per vector */
+			const __m512i sixteen = _mm512_set1_epi8(16);
+			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+				uint64_t bits;
+				memcpy(&bits, codes + 256 + 8 * k, 8);
+				u[k] = _mm512_mask_add_epi8(u[k], (__mmask64)bits, u[k], sixteen);
+			}
+		}
+		__m512 ws = _mm512_setzero_ps(), wm = _mm512_setzero_ps();
 		if (s == QT_F32)
 			ws = _mm512_load_ps((const float *)p + (size_t)b * QTILE_ROWS);
 		else if (s == QT_F16)
 			ws = _mm512_cvtph_ps(_mm256_load_si256(
 				(const __m256i *)((const uint16_t *)p + (size_t)b * QTILE_ROWS)));
+		if (type == WT_Q51)
+			wm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(
+				(const uint16_t *)p + (size_t)(g->nb + b) * QTILE_ROWS)));
 		_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
 			const int8_t *q = a[t].q + (size_t)b * Q8A_BLOCK;
 			__m512i d0 = _mm512_set1_epi32(off * a[t].sums[b]);
 			__m512i d1 = _mm512_setzero_si512();
-			if (q4) {
+			if (q4 || q5) {
 				_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
 					d0 = _mm512_dpbusd_epi32(d0, u[k], quad(q + 4 * k));
 					d1 = _mm512_dpbusd_epi32(d1, u[k + 4], quad(q + 4 * k + 16));
 				}
-				d1 = _mm512_srai_epi32(d1, 4);
+				if (q4)
+					d1 = _mm512_srai_epi32(d1, 4);
 			} else {
 				_Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
 					d0 = _mm512_dpbusd_epi32(d0, u[k], quad(q + 4 * k));
 					d1 = _mm512_dpbusd_epi32(d1, u[k + 1], quad(q + 4 * k + 4));
 				}
 			}
-			__m512 sc = _mm512_set1_ps(a[t].scales[b]);
+			__m512 as = _mm512_set1_ps(a[t].scales[b]), sc = as;
 			if (s != QT_ROW)
 				sc = _mm512_mul_ps(sc, ws);
 			acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), sc,
 						 acc[t]);
+			if (type == WT_Q51)
+				acc[t] = _mm512_fmadd_ps(_mm512_set1_ps((float)a[t].sums[b]),
+							 _mm512_mul_ps(as, wm), acc[t]);
 		}
 	}
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
@@ -88,7 +107,7 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 /* Every tile that holds a row of [r0, r1), eight tokens at a time, then
  * four, two, one. */
 static inline __attribute__((always_inline)) void
-tiles(const struct kern_mm *mm, const struct qtile_geom *g, const int q4,
+tiles(const struct kern_mm *mm, const struct qtile_geom *g, const enum wtype type,
       const enum qtile_scales s)
 {
 	float *y = mm->y;
@@ -100,27 +119,22 @@ tiles(const struct kern_mm *mm, const struct qtile_geom *g, const int q4,
 		__mmask16 m = (__mmask16)((0xffffu >> (QTILE_ROWS - hi)) & (0xffffu << lo));
 		int t = 0;
 		for (; t + 8 <= T; t += 8)
-			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 8);
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, type, s, 8);
 		if (t + 4 <= T) {
-			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 4);
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, type, s, 4);
 			t += 4;
 		}
 		if (t + 2 <= T) {
-			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 2);
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, type, s, 2);
 			t += 2;
 		}
 		if (t < T)
-			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, q4, s, 1);
+			tile(p, g, a + t, y + (size_t)t * ldy, ldy, rb, m, type, s, 1);
 	}
 }
 
-/* The table's entries: int4 and int8. */
-void qtile_q4_vnni(const struct kern_mm *m)
+/* The table's entry, for every tiled type. */
+void qtile_mm_vnni(const struct kern_mm *m)
 {
-	qtile_run(m, tiles, 1);
-}
-
-void qtile_q8_vnni(const struct kern_mm *m)
-{
-	qtile_run(m, tiles, 0);
+	qtile_run(m, tiles);
 }

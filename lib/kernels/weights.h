@@ -22,6 +22,10 @@
  *            offset are defined in lib/kernels/quant.h
  *   WT_Q4K, WT_Q5K, WT_Q6K  GGUF's K-quants, codes and scales in tiles of
  *            16 rows (lib/kernels/kquant.h); no scales array
+ *   WT_Q50, WT_Q51  GGUF's Q5_0 (w = d * (u - 16)) and Q5_1 (w = d * u + m),
+ *            5-bit codes u with a half d (and m) per 32 weights, always in
+ *            the tiles of lib/kernels/qtile.h (tiled is 0: the type says
+ *            so); no scales array
  *
  * Interleaved rows (il = 1; WT_F32, WT_BF16, WT_F16, and WT_Q8 with a
  * scale per row; rows a multiple of 4 and cols of WMAT_IL_COLS): the rows
@@ -48,8 +52,8 @@
 
 /* WT_F32 .. WT_Q4 are also the type codes of a container's tensors (0 to
  * 3, lib/format/qfile.h); a container holds no WT_F16 and no K-quant. */
-enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16, WT_Q4K, WT_Q5K, WT_Q6K };
-#define WT_COUNT (WT_Q6K + 1)
+enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16, WT_Q4K, WT_Q5K, WT_Q6K, WT_Q50, WT_Q51 };
+#define WT_COUNT (WT_Q51 + 1)
 
 struct wmat {
 	enum wtype type;
@@ -63,6 +67,12 @@ struct wmat {
 };
 
 #define WMAT_IL_COLS 64
+
+/* Whether t is GGUF's Q5_0 or Q5_1, held in qtile's 5-bit tiles. */
+static inline int wt_is_q5(enum wtype t)
+{
+	return t == WT_Q50 || t == WT_Q51;
+}
 
 /* Where row r starts (in elements), interleaved or not. */
 static inline size_t wmat_row_at(int r, int cols, int il)
@@ -93,16 +103,16 @@ static inline int wmat_can_interleave(const struct wmat *w)
 	       w->rows % 4 == 0 && w->cols % WMAT_IL_COLS == 0;
 }
 
-/* Whether w stores integers (WT_Q8, WT_Q4, the K-quants): the matrices
- * that int8 activations multiply. */
+/* Whether w stores integers (WT_Q8, WT_Q4, the K-quants, Q5_0 and Q5_1):
+ * the matrices that int8 activations multiply. */
 static inline int wmat_is_int(const struct wmat *w)
 {
 	return w->type == WT_Q8 || w->type == WT_Q4 || w->type >= WT_Q4K;
 }
 
 /* Whether w is an int8 or int4 matrix, the ones qtile (lib/kernels/qtile.h)
- * repacks for int8 activations; the K-quants are tiled from the start and
- * run either way. */
+ * repacks for int8 activations; the K-quants, Q5_0 and Q5_1 are tiled from
+ * the start and run either way. */
 static inline int wmat_qtileable(const struct wmat *w)
 {
 	return w->type == WT_Q8 || w->type == WT_Q4;

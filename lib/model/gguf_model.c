@@ -4,6 +4,7 @@
 #include "core/bf16.h"
 #include "format/gguf_arch.h"
 #include "kernels/quant.h"
+#include "kernels/qtile.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 #define ALIGN 64
 
 /* How a matrix is held. */
-enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_F32 };
+enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_Q5, P_F32 };
 
 static int is_kquant(enum gguf_ttype t)
 {
@@ -32,8 +33,14 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 		return P_VIEW;
 	if (is_kquant(t->type))
 		return P_KQ;
-	return t->type == GGML_Q4_0 ? P_Q4
-	       : t->type == GGML_Q8_0 || t->type == GGML_Q5_0 ? P_Q8 : P_F32;
+	if (t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
+		return P_Q5;
+	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
+}
+
+static enum wtype q5_wtype(enum gguf_ttype t)
+{
+	return t == GGML_Q5_0 ? WT_Q50 : WT_Q51;
 }
 
 /* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
@@ -54,6 +61,8 @@ static size_t owned_bytes(const struct gguf_tensor *t, enum plan p)
 		b = code_bytes(t, p) + n / Q4_BLOCK * sizeof(float);
 	else if (p == P_KQ)
 		b = kq_bytes(gguf_kq_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
+	else if (p == P_Q5)
+		b = qtile_q5_bytes(q5_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
 	return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
@@ -66,7 +75,8 @@ struct loader {
 	int counts[GGML_NTYPES]; /* matrices dequantized to float32, by type */
 	int bf16[GGML_NTYPES];   /* ... to bf16, which holds their values exactly */
 	char rounds[GGML_NTYPES];/* a matrix of the type whose values bf16 would round */
-	int q4, q8, q5;          /* Q4_0 as int4, Q8_0 and Q5_0 as int8 */
+	int q4, q8;              /* Q4_0 as int4, Q8_0 as int8 */
+	int q5[2];               /* Q5_0, Q5_1 matrices put in 5-bit tiles */
 	int kq[3];               /* Q4_K, Q5_K, Q6_K matrices repacked */
 	struct err *e;
 	const struct gguf_file *src;  /* the mapping, when m->gg is a partial copy */
@@ -126,11 +136,6 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		const unsigned char *b = t->data;
 		uint64_t bs = gguf_ttype_size(t->type);
 		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += bs) {
-			if (t->type == GGML_Q5_0) {
-				/* the 5-bit codes, q - 16, widened to int8 */
-				s[k] = gguf_q5_0_codes(b, (int8_t *)q + codes * k);
-				continue;
-			}
 			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
 			memcpy(q + codes * k, b + 2, codes);
 			/* as qfile.c refuses a container's: the kernels would
@@ -143,7 +148,28 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
-		*(p == P_Q4 ? &L->q4 : t->type == GGML_Q5_0 ? &L->q5 : &L->q8) += 1;
+		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
+	} else if (p == P_Q5) {
+		/* each block's codes and halves put into its tile (qtile.h) */
+		*w = (struct wmat){ .type = q5_wtype(t->type), .rows = rows, .cols = cols,
+				    .data = L->next };
+		memset(L->next, 0, qtile_q5_bytes(w->type, rows, cols));
+		uint64_t bs = gguf_ttype_size(t->type), k = 0;
+		const unsigned char *b = t->data;
+		for (int r = 0; r < rows; r++)
+			for (int blk = 0; blk < cols / Q4_BLOCK; blk++, b += bs, k++) {
+				uint8_t u[32];
+				uint16_t d, mn;
+				gguf_q5_block(t->type, b, u, &d, &mn);
+				if (!isfinite(f16_to_f32(d)) || !isfinite(f16_to_f32(mn))) {
+					char qn[160];
+					return err_set(L->e, "%s: tensor %s: %s %" PRIu64 " is not finite",
+						       L->name, json_quote(qn, sizeof qn, t->name),
+						       isfinite(f16_to_f32(d)) ? "min" : "scale", k);
+				}
+				qtile_q5_put(w, L->next, r, blk, u, d, mn);
+			}
+		L->q5[w->type == WT_Q51]++;
 	} else if (p == P_KQ) {
 		/* each super-block decoded and put into its tile (kquant.h) */
 		*w = (struct wmat){ .type = gguf_kq_wtype(t->type), .rows = rows, .cols = cols,
@@ -234,10 +260,11 @@ static void note(struct loader *L)
 	say(L, &o, "GGUF");
 	const char *sep = ": ";
 	const struct { int n; const char *from, *to; } re[] = {
-		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" }, { L->q5, "Q5_0", "int8" },
+		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" },
+		{ L->q5[0], "Q5_0", "5-bit tiles" }, { L->q5[1], "Q5_1", "5-bit tiles" },
 		{ L->kq[0], "Q4_K", "K-quant tiles" }, { L->kq[1], "Q5_K", "K-quant tiles" },
 		{ L->kq[2], "Q6_K", "K-quant tiles" } };
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		if (re[i].n) {
 			say(L, &o, "%s%d %s matri%s repacked as %s (exact)", sep, re[i].n, re[i].from,
 			    re[i].n == 1 ? "x" : "ces", re[i].to);

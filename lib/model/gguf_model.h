@@ -12,12 +12,13 @@
  *              block's first 16 weights, high nibbles the last 16, each
  *              q + 8) and its f16 scale is a float exactly, so the repacking
  *              is exact and the int4 kernels run on it;
- *   Q8_0, Q5_0 int8 in groups of 32 (WT_Q8 with group_size 32): the codes
- *              (Q5_0's q - 16, widened) to one array, the f16 scales as
- *              floats to another, exactly;
+ *   Q8_0       int8 in groups of 32 (WT_Q8 with group_size 32): the codes
+ *              to one array, the f16 scales as floats to another, exactly;
+ *   Q5_0, Q5_1 the 5-bit tiles of lib/kernels/qtile.h (WT_Q50, WT_Q51),
+ *              every block's codes and halves put in place, exactly;
  *   Q4_K, Q5_K, Q6_K  the K-quant tiles of lib/kernels/kquant.h, every
  *              super-block decoded and put in place, exactly;
- *   Q4_1, Q5_1 dequantized exactly at load, to
+ *   Q4_1       dequantized exactly at load, to
  *              bf16 where every value of the matrix is one exactly, else
  *              float32.
  * With opts->f32 every matrix is dequantized to float32: the float32 model
@@ -28,7 +29,8 @@
  * only the header and those matrices: the others are converted from the
  * mapping, and its pages given back after each (madvise), so that no
  * file byte is resident twice. A K-quant super-block whose d or dmin is
- * Inf or NaN is refused naming the tensor.
+ * Inf or NaN is refused naming the tensor, as is a Q4_0, Q8_0, Q5_0 or
+ * Q5_1 block whose scale (or min) is.
  */
 #ifndef GGUF_MODEL_H
 #define GGUF_MODEL_H

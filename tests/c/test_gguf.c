@@ -517,12 +517,13 @@ static int same_rows(const struct wmat *w, const struct wmat *f)
 	return same;
 }
 
-static void test_quant_model(const char *file, int want_q4, int want_q8, int want_kq)
+static void test_quant_model(const char *file, int want_q4, int want_q8, int want_q5,
+			     int want_kq)
 {
 	struct model q, f;
 	if (load_ok(&q, file, 0) || load_ok(&f, file, 1))
 		return;
-	int q4 = 0, q8 = is_q8_0(&q.w.embed), kq = 0;
+	int q4 = 0, q8 = is_q8_0(&q.w.embed), q5 = wt_is_q5(q.w.embed.type), kq = 0;
 	for (int l = 0; l < q.cfg.n_layers; l++) {
 		const struct layer_weights *L = &q.w.layers[l];
 		q4 += (L->wq.type == WT_Q4) + (L->down.type == WT_Q4);
@@ -533,6 +534,8 @@ static void test_quant_model(const char *file, int want_q4, int want_q8, int wan
 		const struct wmat *a[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down };
 		const struct wmat *b[] = { &F->wq, &F->wk, &F->wv, &F->wo, &F->gate, &F->up, &F->down };
 		for (int i = 0; i < 7; i++)
+			q5 += wt_is_q5(a[i]->type);
+		for (int i = 0; i < 7; i++)
 			CHECK(same_rows(a[i], b[i]), "%s: layer %d, matrix %d: the repacked codes "
 			      "hold the file's values exactly", file, l, i);
 	}
@@ -541,7 +544,9 @@ static void test_quant_model(const char *file, int want_q4, int want_q8, int wan
 	CHECK(q4 == want_q4, "%s: %d of the q and down matrices run on the int4 kernels, "
 	      "expected %d", file, q4, want_q4);
 	CHECK(q8 == want_q8, "%s: %d matrices run on the int8 kernels in groups of 32, "
-	      "expected %d (the file's Q8_0 and Q5_0 ones)", file, q8, want_q8);
+	      "expected %d (the file's Q8_0 ones)", file, q8, want_q8);
+	CHECK(q5 == want_q5, "%s: %d matrices run in 5-bit tiles, expected %d (the file's "
+	      "Q5_0 ones)", file, q5, want_q5);
 	CHECK(f.w.layers[0].wq.type == WT_F32, "--f32: float32 matrices");
 	double worst = 0;
 	for (int c = 0; c < TINY_CASES; c++) {
@@ -714,7 +719,10 @@ static void test_write(void)
 	}
 	/* every matrix of our q8_0 file (4 layers of 7, and the tied
 	 * embedding) runs on the grouped int8 kernels */
-	test_quant_model(path[2], 0, 29, 0);
+	test_quant_model(path[2], 0, 29, 0, 0);
+	/* our q5_k_m file: its Q5_1 matrices (rows of 256 + 128) in 5-bit
+	 * tiles, the rest Q8_0 and K-quants */
+	test_quant_model(path[5], 0, 3, 22, 4);
 	/* the tokenizer of a file we wrote is HuggingFace's, special flags
 	 * included (its types come from tokenizer.json's) */
 	struct gguf_file f;
@@ -805,8 +813,8 @@ int main(void)
 	test_write();
 	test_write_shapes();
 	test_bf16_model();
-	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0);
-	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 25, 4);
+	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0, 0);
+	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 3, 22, 4);
 	test_tokenizer();
 	test_q4_1_q5_1();
 	test_q5_k();

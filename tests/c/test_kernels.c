@@ -481,14 +481,14 @@ static void check_tables(void)
 	}
 	if (cpu_detect() >= CPU_AVX2) {
 		const struct kernels *k = kernels_for(CPU_AVX2);
-		CHECK(k->q8a_quantize == q8a_quantize_scalar && k->mm[WT_Q4][KA_Q8] == qtile_q4_avx2 &&
-		      k->mm[WT_Q8][KA_Q8] == qtile_q8_avx2 && k->mm[WT_Q5K][KA_Q8] == kq_q8a_avx2 &&
+		CHECK(k->q8a_quantize == q8a_quantize_scalar && k->mm[WT_Q4][KA_Q8] == qtile_mm_avx2 &&
+		      k->mm[WT_Q50][KA_Q8] == qtile_mm_avx2 && k->mm[WT_Q5K][KA_Q8] == kq_q8a_avx2 &&
 		      k->mm[WT_Q8][KA_F32] == q8_mm_avx2 && k->mm[WT_BF16][KA_B16] == kern_mm_b16_ref,
 		      "the avx2 table holds an AVX-512 kernel");
 	}
 	if (cpu_detect() == CPU_AVX512) {
 		const struct kernels *k = kernels_for(CPU_AVX512);
-		CHECK(k->mm[WT_Q4][KA_Q8] == (kern_has_vnni() ? qtile_q4_vnni : qtile_q4_avx2) &&
+		CHECK(k->mm[WT_Q4][KA_Q8] == (kern_has_vnni() ? qtile_mm_vnni : qtile_mm_avx2) &&
 		      k->mm[WT_BF16][KA_B16] ==
 			      (kern_has_dpbf16() ? kern_mm_b16_dpbf16 : kern_mm_b16_ref) &&
 		      k->q8a_quantize == q8a_quantize_avx512,

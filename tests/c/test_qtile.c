@@ -202,6 +202,105 @@ static void check_extremes(void)
 	}
 }
 
+/* Q5_0 and Q5_1 (WT_Q50, WT_Q51): tiles made with qtile_q5_put from
+ * codes u and halves d, m drawn here (extremes: every u 0 in the first
+ * rows, 31 in the others, activations +-127). Checked: the rows read back
+ * as d * (u - 16) or fl(d * u) + m; the scalar reference against the order
+ * of qtile.h computed here from u, d, m (its block sums in 64 bits, the
+ * min's code sum from the codes); within float32 rounding of the float64
+ * sum of the dequantized products; and every level against the reference,
+ * bit for bit, for T = 1 .. 11 and row ranges cut inside tiles. */
+static void check_q5(enum wtype t, int rows, int cols, int extremes)
+{
+	int nb = cols / 32;
+	uint8_t *u = malloc((size_t)rows * cols);
+	uint16_t *d = malloc(sizeof(uint16_t) * (size_t)rows * nb), *mn = malloc(sizeof(uint16_t) * (size_t)rows * nb);
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			u[(size_t)r * cols + c] = extremes ? (r < rows / 2 ? 0 : 31)
+							   : (uint8_t)((frand() + 1) * 16) & 31;
+	for (int i = 0; i < rows * nb; i++) {
+		d[i] = f32_to_f16((frand() + 1.5f) * 0.01f);
+		mn[i] = f32_to_f16(frand() * 0.2f);
+	}
+	struct wmat w = { .type = t, .rows = rows, .cols = cols };
+	void *tiles = aligned_alloc(64, qtile_q5_bytes(t, rows, cols));
+	memset(tiles, 0, qtile_q5_bytes(t, rows, cols));
+	w.data = tiles;
+	for (int r = 0; r < rows; r++)
+		for (int b = 0; b < nb; b++)
+			qtile_q5_put(&w, tiles, r, b, u + (size_t)r * cols + 32 * b, d[r * nb + b],
+				     mn[r * nb + b]);
+	/* the values, as gguf-py computes them */
+	float *v = malloc(sizeof(float) * (size_t)rows * cols), *row = malloc(sizeof(float) * (size_t)cols);
+	int same = 1;
+	for (int r = 0; r < rows; r++) {
+		for (int c = 0; c < cols; c++) {
+			int k = r * nb + c / 32, q = u[(size_t)r * cols + c];
+			float p = f16_to_f32(d[k]) * (float)(t == WT_Q50 ? q - 16 : q);
+			v[(size_t)r * cols + c] = t == WT_Q50 ? p : p + f16_to_f32(mn[k]);
+		}
+		kern_row(&w, r, row);
+		same &= !memcmp(row, v + (size_t)r * cols, sizeof(float) * (size_t)cols);
+	}
+	CHECK(same, "q5 %d %dx%d: the rows are not the values put", t, rows, cols);
+
+	enum { TMAX = 11 };
+	float *x = malloc(sizeof(float) * (size_t)cols * TMAX);
+	for (size_t i = 0; i < (size_t)cols * TMAX; i++)
+		x[i] = extremes ? (i % 3 ? 1.0f : -1.0f) : frand() * (i % 7 == 0 ? 4.0f : 1.0f);
+	struct q8act *a = q8a_alloc(cols, TMAX);
+	for (int i = 0; i < TMAX; i++)
+		kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)i * cols, cols, &a[i]);
+	int ldy = rows + 3;
+	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX), *y = malloc(sizeof(float) * (size_t)ldy * TMAX);
+	tmm(CPU_SCALAR, &w, yr, ldy, 0, rows, a, TMAX);
+	same = 1;
+	double worst = 0;
+	for (int i = 0; i < TMAX; i++)
+		for (int r = 0; r < rows; r++) {
+			float acc = 0;
+			double sum = 0, mag = 0;
+			for (int b = 0; b < nb; b++) {
+				int64_t isum = 0, asum = 0;
+				for (int c = 32 * b; c < 32 * b + 32; c++) {
+					int q = u[(size_t)r * cols + c];
+					isum += (int64_t)(t == WT_Q50 ? q - 16 : q) * a[i].q[c];
+					asum += a[i].q[c];
+					double pv = (double)v[(size_t)r * cols + c] * a[i].scales[b] * a[i].q[c];
+					sum += pv;
+					mag += fabs(pv);
+				}
+				acc = fmaf((float)isum, a[i].scales[b] * f16_to_f32(d[r * nb + b]), acc);
+				if (t == WT_Q51)
+					acc = fmaf((float)asum, a[i].scales[b] * f16_to_f32(mn[r * nb + b]), acc);
+			}
+			float got = yr[(size_t)i * ldy + r];
+			same &= memcmp(&acc, &got, 4) == 0;
+			if (mag > 0)
+				worst = fmax(worst, fabs(sum - got) / mag);
+		}
+	CHECK(same, "q5 scalar %d %dx%d: not the order's bits", t, rows, cols);
+	CHECK(worst < 1e-5, "q5 scalar %d %dx%d: %g from the float64 sum", t, rows, cols, worst);
+	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
+		for (int T = 1; T <= TMAX; T++) {
+			int lo = rows > 2 ? rows / 3 : 0, hi = rows > 2 ? rows - 1 : rows;
+			memset(y, 0xff, sizeof(float) * (size_t)ldy * TMAX);
+			tmm((enum cpu_level)lv, &w, y, ldy, 0, lo, a, T);
+			tmm((enum cpu_level)lv, &w, y, ldy, lo, hi, a, T);
+			tmm((enum cpu_level)lv, &w, y, ldy, hi, rows, a, T);
+			same = 1;
+			for (int i = 0; i < T; i++)
+				same &= !memcmp(y + (size_t)i * ldy, yr + (size_t)i * ldy,
+						sizeof(float) * (size_t)rows) &&
+					(uint32_t)((int32_t *)y)[(size_t)i * ldy + rows] == 0xffffffffu;
+			CHECK(same, "q5 %s %d %dx%d T=%d: not the reference's bits",
+			      cpu_level_name((enum cpu_level)lv), t, rows, cols, T);
+		}
+	free(u), free(d), free(mn), free(tiles), free(v), free(row), free(x), free(a), free(yr),
+		free(y);
+}
+
 int main(void)
 {
 	printf("qtile: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
@@ -220,5 +319,12 @@ int main(void)
 		}
 	check_shape(WT_Q4, 33, 128, 64, 0);  /* group 64: the same scale for two blocks */
 	check_extremes();
+	for (int t = WT_Q50; t <= WT_Q51; t++) {
+		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+			for (size_t j = 0; j < sizeof rows / sizeof rows[0]; j++)
+				if (cols[i] % 32 == 0)
+					check_q5((enum wtype)t, rows[j], cols[i], 0);
+		check_q5((enum wtype)t, 32, 64, 1);
+	}
 	return check_done("qtile");
 }
