@@ -101,7 +101,7 @@ config_dir() {
 	bad 1 "st-inspect: $C: version 2 is not supported (this build reads version 1)" "st-inspect '$C'"
 }
 
-@test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name" {
+@test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name, as a Q5_0 or Q5_1 one with such a scale or min" {
 	G=$BATS_FILE_TMPDIR/gguf
 	[ -d "$G" ] || "$FIXTURES/make-gguf.sh" "$G"
 	bad 1 "forward: $G/q4_k-ne0-64.gguf: tensor 'a': ne[0] = 64 is not a multiple of Q4_K's block of 256" \
@@ -123,6 +123,18 @@ config_dir() {
 		"ppl '$C' --max-chunks 1"
 	bad 1 "forward: $C: tensor 'blk.3.ffn_down.weight': super-block 0: scale is Inf or NaN" \
 		"echo 1 | forward '$C' --score --f32"
+	# the d of block 2 of a Q5_0 matrix of the same file made NaN (22
+	# bytes a block)
+	cp "$L" "$C"
+	printf '\x00\x7e' | dd of="$C" bs=1 seek=$((16270592 + 2 * 22)) conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: tensor 'blk.0.attn_q.weight': scale 2 is not finite" \
+		"echo 1 | forward '$C' --score"
+	# the m of block 1 of a Q5_1 matrix of our q5_k_m file made -Inf (24
+	# bytes a block, m after d)
+	quantize "$TINY" -o "$C" --format gguf --level q5_k_m 2>/dev/null
+	at=$(st-inspect "$C" --tensor blk.2.ffn_up.weight --json | jq .offset)
+	printf '\x00\xfc' | dd of="$C" bs=1 seek=$((at + 24 + 2)) conv=notrunc 2>/dev/null
+	bad 1 "ppl: $C: tensor 'blk.2.ffn_up.weight': min 1 is not finite" "ppl '$C' --max-chunks 1"
 }
 
 @test "a GGUF file cut anywhere, damaged or of another architecture is refused" {

@@ -239,5 +239,5 @@ quick() {
 @test "a q4_k_m GGUF file runs with int8 activations; --f32-activations adds its exact twin" {
 	run -0 quick -o jsonl --no-sgemm --f32-activations "$GOLDEN/gguf/shakespeare-tiny.q4_k_m.gguf"
 	run -0 jq -r 'select(.bench == "model") | [.name, (.int8_activations | tostring)] | @tsv' <<<"$output"
-	assert_output "$(printf 'shakespeare-tiny.q4_k_m.gguf int8\ttrue\nshakespeare-tiny.q4_k_m.gguf int8+f32\tfalse')"
+	assert_output "$(printf 'shakespeare-tiny.q4_k_m.gguf q5_0\ttrue\nshakespeare-tiny.q4_k_m.gguf q5_0+f32\tfalse')"
 }

@@ -150,7 +150,7 @@ rejects() {
 	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_0.gguf" --score <<<"1 2 3"
 	[[ $stderr == *"GGUF: 28 Q4_0 matrices repacked as int4 (exact), 1 Q8_0 matrix repacked as int8 (exact)"* ]]
 	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_k_m.gguf" --score <<<"1 2 3"
-	[[ $stderr == *"GGUF: 3 Q8_0 matrices repacked as int8 (exact), 22 Q5_0 matrices repacked as int8 (exact), 2 Q4_K matrices repacked as K-quant tiles (exact), 2 Q6_K matrices repacked as K-quant tiles (exact)"* ]]
+	[[ $stderr == *"GGUF: 3 Q8_0 matrices repacked as int8 (exact), 22 Q5_0 matrices repacked as 5-bit tiles (exact), 2 Q4_K matrices repacked as K-quant tiles (exact), 2 Q6_K matrices repacked as K-quant tiles (exact)"* ]]
 	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_k_m.gguf" --score --f32 <<<"1 2 3"
 	[[ $stderr == *"GGUF: 22 Q5_0 dequantized to float32 (exact), 3 Q8_0 dequantized to float32 (exact), 2 Q4_K dequantized to float32 (exact), 2 Q6_K dequantized to float32 (exact)"* ]]
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/bf16.h"
+#include "kernels/kquant.h"
 #include "kernels/matmul.h"
 #include "kernels/qtile.h"
 #include "kernels/quant.h"
@@ -16,7 +17,8 @@ static const char *precision_of(const struct wmat *w)
 {
 	static const char *names[] = { [WT_F32] = "f32", [WT_BF16] = "bf16", [WT_Q8] = "int8",
 				       [WT_Q4] = "int4", [WT_F16] = "f16", [WT_Q4K] = "q4_k",
-				       [WT_Q5K] = "q5_k", [WT_Q6K] = "q6_k" };
+				       [WT_Q5K] = "q5_k", [WT_Q6K] = "q6_k", [WT_Q50] = "q5_0",
+				       [WT_Q51] = "q5_1" };
 	return names[w->type];
 }
 
@@ -182,10 +184,11 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
 
 /* ---- the kernels' ceiling ---- */
 
-int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, int act8,
-		     int b16act, int rows, int cols, int reps, struct spread *gbs,
-		     struct err *e)
+int bench_kernel_gbs(const struct kernels *k, const struct wmat *like, int act8, int b16act,
+		     int rows, int cols, int reps, struct spread *gbs, struct err *e)
 {
+	enum wtype type = like->type;
+	int group_size = like->group_size;
 	size_t n = (size_t)rows * cols;
 	float *wf = malloc(n * sizeof *wf), *x = malloc((size_t)cols * sizeof *x);
 	float *y = malloc((size_t)rows * sizeof *y), *scales = malloc(n / 8 + 64);
@@ -208,7 +211,16 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, i
 	struct wmat src = { .type = WT_F32, .rows = rows, .cols = cols, .data = wf };
 	struct wmat w = { .type = type, .rows = rows, .cols = cols, .data = data,
 			  .scales = scales, .group_size = group_size };
-	if (type == WT_F32)
+	/* the types quantize cannot make: the first rows of like */
+	int from_file = kq_is(type) || wt_is_q5(type);
+	if (from_file && (like->cols != cols || like->rows < rows)) {
+		err_set(e, "a %dx%d kernel test cannot take rows of a %dx%d matrix", rows, cols,
+			like->rows, like->cols);
+		goto done;
+	}
+	if (from_file)
+		w = (struct wmat){ .type = type, .rows = rows, .cols = cols, .data = like->data };
+	else if (type == WT_F32)
 		memcpy(data, wf, n * sizeof *wf);
 	else if (type == WT_BF16 || type == WT_F16)
 		for (size_t i = 0; i < n; i++)
@@ -216,7 +228,7 @@ int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, i
 							       : f32_to_f16(wf[i]);
 	else
 		quant_matrix(&src, type, w.group_size, 0, data, scales);
-	if (act8) {
+	if (act8 && !from_file) {
 		enum qtile_scales ts = qtile_scales_for(&w);
 		tiles = aligned_alloc(64, qtile_bytes(type, rows, cols, ts));
 		if (!tiles) {

@@ -92,16 +92,16 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
  * a warm-up). Decode cannot read weights from memory faster than its
  * kernel consumes them, so threads x this figure over the measured
  * bandwidth bounds the fraction of the limit decode can reach. The matrix
- * is random, quantized like quantize does, with group_size as the model's
- * matrices have it (int4: 32; int8: 0, a scale per row, or GGUF's 32);
- * float16 as GGUF's F16 (type WT_F16). act8 (int8 /
+ * has like's type: random, quantized like quantize does, with group_size
+ * as like has it (int4: 32; int8: 0, a scale per row, or GGUF's 32);
+ * float16 as GGUF's F16 (type WT_F16); the K-quants, Q5_0 and Q5_1, which
+ * only a file holds, are like's first rows (like has cols columns). act8 (int8 /
  * int4 only): the int8-activation kernel, the input quantized once before
  * the timed calls; b16act (bf16 only): the bf16-activation kernel, the
  * input rounded to bf16 the same way. Returns 0, or -1 with e set
  * (memory). */
-int bench_kernel_gbs(const struct kernels *k, enum wtype type, int group_size, int act8,
-		     int b16act, int rows, int cols, int reps, struct spread *gbs,
-		     struct err *e);
+int bench_kernel_gbs(const struct kernels *k, const struct wmat *like, int act8, int b16act,
+		     int rows, int cols, int reps, struct spread *gbs, struct err *e);
 
 struct bench_machine {
 	char cpu[128];       /* /proc/cpuinfo "model name" */

@@ -168,17 +168,12 @@ static void pack_row(const struct wmat *src, int r, uint8_t *codes, int l, int z
 	}
 }
 
-void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
+void qtile_pack_rows(const struct wmat *src, enum qtile_scales s, void *dst, int r0, int r1)
 {
-	const struct wmat copy = *from, *src = &copy;  /* out may be from */
-	enum qtile_scales s = qtile_scales_for(src);
 	int nb = nblocks(src->cols), zero = src->type == WT_Q4 ? 8 : 128;
 	size_t tb = qtile_tile_bytes(src->type, src->cols, s), sa = scale_area(src->type, nb, s);
-	*out = (struct wmat){ .type = src->type, .rows = src->rows, .cols = src->cols,
-			      .data = dst, .group_size = wmat_grouped(src) ? Q8A_BLOCK : 0,
-			      .tiled = (int)s + 1 };
-	uint8_t *p = dst;
-	for (int r0 = 0; r0 < src->rows; r0 += QTILE_ROWS, p += tb) {
+	uint8_t *p = (uint8_t *)dst + (size_t)(r0 / QTILE_ROWS) * tb;
+	for (; r0 < r1; r0 += QTILE_ROWS, p += tb) {
 		memset(p, 0, sa);
 		uint8_t *codes = p + sa;
 		memset(codes, src->type == WT_Q4 ? 0x88 : zero, tb - sa);
@@ -197,6 +192,20 @@ void qtile_pack(const struct wmat *from, void *dst, struct wmat *out)
 			pack_row(src, r, codes, l, zero);
 		}
 	}
+}
+
+void qtile_view(const struct wmat *src, enum qtile_scales s, void *dst, struct wmat *out)
+{
+	*out = (struct wmat){ .type = src->type, .rows = src->rows, .cols = src->cols,
+			      .data = dst, .group_size = wmat_grouped(src) ? Q8A_BLOCK : 0,
+			      .tiled = (int)s + 1 };
+}
+
+void qtile_pack(const struct wmat *src, void *dst, struct wmat *out)
+{
+	enum qtile_scales s = qtile_scales_for(src);
+	qtile_pack_rows(src, s, dst, 0, src->rows);
+	qtile_view(src, s, dst, out);
 }
 
 size_t qtile_q5_bytes(enum wtype type, int rows, int cols)

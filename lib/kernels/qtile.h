@@ -83,6 +83,14 @@ enum qtile_scales qtile_scales_for(const struct wmat *src);
  * data = dst. */
 void qtile_pack(const struct wmat *src, void *dst, struct wmat *out);
 
+/* The same in parts: rows [r0, r1) of src (r0 a multiple of QTILE_ROWS,
+ * r1 too or src->rows) into their tiles in dst, with the scales s that
+ * qtile_scales_for gives the whole of src; once every row is packed,
+ * qtile_view makes *out the view (out may be src). So a loader can give
+ * back each part of src as soon as it is packed. */
+void qtile_pack_rows(const struct wmat *src, enum qtile_scales s, void *dst, int r0, int r1);
+void qtile_view(const struct wmat *src, enum qtile_scales s, void *dst, struct wmat *out);
+
 /* qtile_code and qtile_scale (declared in quant.h, which quant_code and
  * quant_scale reach them through): weight (r, c)'s code, and its scale
  * (the row's for QT_ROW). */

@@ -313,6 +313,10 @@ static void release(const void *p, size_t n)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* Rows model_tile packs before it gives their pages back (a multiple of
+ * QTILE_ROWS and of 4, the interleaved rows' blocks). */
+#define TILE_PART 1024
+
 int model_tile(struct model *m, struct err *e)
 {
 	struct wmat *ws[MODEL_MATRICES(m->cfg.n_layers)];
@@ -337,12 +341,20 @@ int model_tile(struct model *m, struct err *e)
 		struct wmat *w = ws[i];
 		if (!wmat_qtileable(w) || w->tiled)
 			continue;
-		struct wmat t;
-		qtile_pack(w, p, &t);
+		/* in parts of TILE_PART rows, each given back once packed, so
+		 * that a large matrix (an embedding) is not resident twice */
+		enum qtile_scales s = qtile_scales_for(w);
 		size_t codes = w->type == WT_Q4 ? q4_data_bytes(w->rows, w->cols)
 						: q8_data_bytes(w->rows, w->cols);
-		release(w->data, codes);
-		release(w->scales, wmat_bytes(w) - codes);
+		size_t scales = wmat_bytes(w) - codes;
+		for (int r = 0; r < w->rows; r += TILE_PART) {
+			int r1 = w->rows - r < TILE_PART ? w->rows : r + TILE_PART;
+			qtile_pack_rows(w, s, p, r, r1);
+			release(w->data, codes / (size_t)w->rows * (size_t)r1);
+			release(w->scales, scales / (size_t)w->rows * (size_t)r1);
+		}
+		struct wmat t;
+		qtile_view(w, s, p, &t);
 		m->weight_bytes += wmat_bytes(&t) - wmat_bytes(w);
 		*w = t;
 		p += wmat_bytes(&t);

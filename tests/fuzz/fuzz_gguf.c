@@ -3,12 +3,14 @@
  * file (the qwen2 config, every value as text, small tensors dequantized)
  * on arbitrary bytes. An accepted file's views lie inside the input, its
  * tensors tile the data section in offset order, and its names are
- * unique; a small K-quant tensor repacked into the kernels' tiles
- * (lib/kernels/kquant.h) reads back as gguf_dequant's values, bitwise. */
+ * unique; a small K-quant, Q5_0 or Q5_1 tensor repacked into the
+ * kernels' tiles (lib/kernels/kquant.h, qtile.h) reads back as
+ * gguf_dequant's values, bitwise. */
 #include "fuzz.h"
 #include "sample/sampler.h"
 #include "format/gguf.h"
 #include "format/gguf_arch.h"
+#include "kernels/qtile.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -41,6 +43,37 @@ static void check_kquant(const struct gguf_tensor *t, const float *v)
 	free(row);
 	int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
 	FUZZ_CHECK(bad >= -1 && bad < (int64_t)(t->nelem / KQ_SB));
+}
+
+/* t (a Q5_0 or Q5_1 of at most 1 << 16 values) put into 5-bit tiles as
+ * the loader does (lib/kernels/qtile.h): each row read back is v's row,
+ * bitwise. */
+static void check_q5(const struct gguf_tensor *t, const float *v)
+{
+	int cols = (int)t->ne[0], rows = (int)(t->nelem / (uint64_t)t->ne[0]);
+	struct wmat w = { .type = t->type == GGML_Q5_0 ? WT_Q50 : WT_Q51, .rows = rows,
+			  .cols = cols };
+	size_t bytes = qtile_q5_bytes(w.type, rows, cols);
+	void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+	float *row = malloc(sizeof(float) * (size_t)cols);
+	if (data && row) {
+		memset(data, 0, bytes);
+		w.data = data;
+		const unsigned char *b = t->data;
+		for (int r = 0; r < rows; r++)
+			for (int k = 0; k < cols / 32; k++, b += gguf_ttype_size(t->type)) {
+				uint8_t u[32];
+				uint16_t d, m;
+				gguf_q5_block(t->type, b, u, &d, &m);
+				qtile_q5_put(&w, data, r, k, u, d, m);
+			}
+		for (int r = 0; r < rows; r++) {
+			qtile_q5_row(&w, r, row);
+			FUZZ_CHECK(!memcmp(row, v + (size_t)r * (size_t)cols, sizeof(float) * (size_t)cols));
+		}
+	}
+	free(data);
+	free(row);
 }
 
 static void check_kv(const struct gguf_kv *kv, const unsigned char *buf, size_t size)
@@ -102,6 +135,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_CHECK(gguf_dequant(t->type, t->data, t->nelem, v) == 0);
 				if (t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K)
 					check_kquant(t, v);
+				if (t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
+					check_q5(t, v);
 			}
 			free(v);
 		}

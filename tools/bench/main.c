@@ -797,7 +797,7 @@ int main(int argc, char **argv)
 		}
 		progress("kernel ceiling, %s%s", cs[i].b.precision,
 			 cs[i].b.f32act ? "+f32" : cs[i].b.b16act ? "+b16" : "");
-		if (bench_kernel_gbs(kern, g->type, g->group_size, cs[i].b.act8, cs[i].b.b16act,
+		if (bench_kernel_gbs(kern, g, cs[i].b.act8, cs[i].b.b16act,
 				     cs[0].b.m.cfg.hidden_size, cs[0].b.m.cfg.hidden_size,
 				     KERNEL_REPS, &cs[i].kernel_gbs, &e) < 0)
 			cli_die_err(&e);
