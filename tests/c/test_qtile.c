@@ -93,6 +93,33 @@ static float order(const struct wmat *w, int r, const struct q8act *a)
 	return wmat_grouped(w) ? acc : acc * w->scales[r];
 }
 
+/* Every level this CPU has against the reference's outputs yr (ldy
+ * apart), bit for bit, for T = 1 .. Tmax inputs a and the rows cut in
+ * three calls that start and end inside tiles; nothing is written past
+ * the rows. */
+static void check_levels(const struct wmat *w, const struct q8act *a, int Tmax, const float *yr,
+			 int ldy, int group)
+{
+	int rows = w->rows;
+	float *y = malloc(sizeof(float) * (size_t)ldy * (size_t)Tmax);
+	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
+		for (int T = 1; T <= Tmax; T++) {
+			int lo = rows > 2 ? rows / 3 : 0, hi = rows > 2 ? rows - 1 : rows;
+			memset(y, 0xff, sizeof(float) * (size_t)ldy * (size_t)Tmax);
+			tmm((enum cpu_level)lv, w, y, ldy, 0, lo, a, T);
+			tmm((enum cpu_level)lv, w, y, ldy, lo, hi, a, T);
+			tmm((enum cpu_level)lv, w, y, ldy, hi, rows, a, T);
+			int same = 1;
+			for (int i = 0; i < T; i++)
+				same &= !memcmp(y + (size_t)i * ldy, yr + (size_t)i * ldy,
+						sizeof(float) * (size_t)rows) &&
+					(uint32_t)((int32_t *)y)[(size_t)i * ldy + rows] == 0xffffffffu;
+			CHECK(same, "%s %d %dx%d g%d T=%d: not the reference's bits",
+			      cpu_level_name((enum cpu_level)lv), w->type, rows, w->cols, group, T);
+		}
+	free(y);
+}
+
 static void check_shape(enum wtype t, int rows, int cols, int group, int half_scales)
 {
 	struct mat m;
@@ -117,7 +144,7 @@ static void check_shape(enum wtype t, int rows, int cols, int group, int half_sc
 	for (int i = 0; i < TMAX; i++)
 		kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)i * cols, cols, &a[i]);
 	int ldy = rows + 3;
-	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX), *y = malloc(sizeof(float) * (size_t)ldy * TMAX);
+	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX);
 	tmm(CPU_SCALAR, &w, yr, ldy, 0, rows, a, TMAX);
 	same = 1;
 	double worst = 0, bad = 0;
@@ -146,22 +173,8 @@ static void check_shape(enum wtype t, int rows, int cols, int group, int half_sc
 	      worst);
 	CHECK(cols <= 32 || bad > 1e-3, "%dx%d: a misplaced scale is only %g away", rows, cols, bad);
 
-	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
-		for (int T = 1; T <= TMAX; T++) {
-			int lo = rows > 2 ? rows / 3 : 0, hi = rows > 2 ? rows - 1 : rows;
-			memset(y, 0xff, sizeof(float) * (size_t)ldy * TMAX);
-			tmm((enum cpu_level)lv, &w, y, ldy, 0, lo, a, T);
-			tmm((enum cpu_level)lv, &w, y, ldy, lo, hi, a, T);
-			tmm((enum cpu_level)lv, &w, y, ldy, hi, rows, a, T);
-			same = 1;
-			for (int i = 0; i < T; i++)
-				same &= !memcmp(y + (size_t)i * ldy, yr + (size_t)i * ldy,
-						sizeof(float) * (size_t)rows) &&
-					(uint32_t)((int32_t *)y)[(size_t)i * ldy + rows] == 0xffffffffu;
-			CHECK(same, "%s %d %dx%d g%d T=%d: not the reference's bits",
-			      cpu_level_name((enum cpu_level)lv), t, rows, cols, group, T);
-		}
-	free(x), free(a), free(yr), free(y), free(tiles), free(m.data), free(m.scales);
+	check_levels(&w, a, TMAX, yr, ldy, group);
+	free(x), free(a), free(yr), free(tiles), free(m.data), free(m.scales);
 }
 
 /* The codes at the ends of their ranges: int8 -127 .. 127 (and -128, which
@@ -253,7 +266,7 @@ static void check_q5(enum wtype t, int rows, int cols, int extremes)
 	for (int i = 0; i < TMAX; i++)
 		kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)i * cols, cols, &a[i]);
 	int ldy = rows + 3;
-	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX), *y = malloc(sizeof(float) * (size_t)ldy * TMAX);
+	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX);
 	tmm(CPU_SCALAR, &w, yr, ldy, 0, rows, a, TMAX);
 	same = 1;
 	double worst = 0;
@@ -282,23 +295,8 @@ static void check_q5(enum wtype t, int rows, int cols, int extremes)
 		}
 	CHECK(same, "q5 scalar %d %dx%d: not the order's bits", t, rows, cols);
 	CHECK(worst < 1e-5, "q5 scalar %d %dx%d: %g from the float64 sum", t, rows, cols, worst);
-	for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
-		for (int T = 1; T <= TMAX; T++) {
-			int lo = rows > 2 ? rows / 3 : 0, hi = rows > 2 ? rows - 1 : rows;
-			memset(y, 0xff, sizeof(float) * (size_t)ldy * TMAX);
-			tmm((enum cpu_level)lv, &w, y, ldy, 0, lo, a, T);
-			tmm((enum cpu_level)lv, &w, y, ldy, lo, hi, a, T);
-			tmm((enum cpu_level)lv, &w, y, ldy, hi, rows, a, T);
-			same = 1;
-			for (int i = 0; i < T; i++)
-				same &= !memcmp(y + (size_t)i * ldy, yr + (size_t)i * ldy,
-						sizeof(float) * (size_t)rows) &&
-					(uint32_t)((int32_t *)y)[(size_t)i * ldy + rows] == 0xffffffffu;
-			CHECK(same, "q5 %s %d %dx%d T=%d: not the reference's bits",
-			      cpu_level_name((enum cpu_level)lv), t, rows, cols, T);
-		}
-	free(u), free(d), free(mn), free(tiles), free(v), free(row), free(x), free(a), free(yr),
-		free(y);
+	check_levels(&w, a, TMAX, yr, ldy, 32);
+	free(u), free(d), free(mn), free(tiles), free(v), free(row), free(x), free(a), free(yr);
 }
 
 int main(void)

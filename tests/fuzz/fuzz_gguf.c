@@ -10,70 +10,51 @@
 #include "sample/sampler.h"
 #include "format/gguf.h"
 #include "format/gguf_arch.h"
+#include "kernels/matmul.h"
 #include "kernels/qtile.h"
 
 #include <math.h>
 #include <stdint.h>
 
-/* t (a K-quant of at most 1 << 16 values) repacked as the loader does:
- * each row dequantized from the tiles is v's row, bitwise. */
-static void check_kquant(const struct gguf_tensor *t, const float *v)
+/* t (a K-quant, Q5_0 or Q5_1 of at most 1 << 16 values) put into the
+ * kernels' tiles as the loader does (lib/kernels/kquant.h, qtile.h): each
+ * row read back is v's row, bitwise. */
+static void check_tiles(const struct gguf_tensor *t, const float *v)
 {
+	int kq = t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K;
 	int cols = (int)t->ne[0], rows = (int)(t->nelem / (uint64_t)t->ne[0]);
-	struct wmat w = { .type = gguf_kq_wtype(t->type), .rows = rows, .cols = cols };
-	size_t bytes = kq_bytes(w.type, rows, cols);
+	int per = kq ? KQ_SB : 32;  /* values a block */
+	struct wmat w = { .type = kq ? gguf_kq_wtype(t->type) : t->type == GGML_Q5_0 ? WT_Q50 : WT_Q51,
+			  .rows = rows, .cols = cols };
+	size_t bytes = kq ? kq_bytes(w.type, rows, cols) : qtile_q5_bytes(w.type, rows, cols);
 	void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
 	float *row = malloc(sizeof(float) * (size_t)cols);
 	if (data && row) {
 		memset(data, 0, bytes);
 		w.data = data;
 		const unsigned char *b = t->data;
-		struct kq_block k;
 		for (int r = 0; r < rows; r++)
-			for (int s = 0; s < cols / KQ_SB; s++, b += gguf_ttype_size(t->type)) {
-				gguf_kdecode(t->type, b, &k);
-				kq_put(&w, data, r, s, &k);
+			for (int s = 0; s < cols / per; s++, b += gguf_ttype_size(t->type)) {
+				if (kq) {
+					struct kq_block k;
+					gguf_kdecode(t->type, b, &k);
+					kq_put(&w, data, r, s, &k);
+				} else {
+					uint8_t u[32];
+					uint16_t d, m;
+					gguf_q5_block(t->type, b, u, &d, &m);
+					qtile_q5_put(&w, data, r, s, u, d, m);
+				}
 			}
 		for (int r = 0; r < rows; r++) {
-			kq_dequant_row(&w, r, row);
+			kern_row(&w, r, row);
 			FUZZ_CHECK(!memcmp(row, v + (size_t)r * (size_t)cols, sizeof(float) * (size_t)cols));
 		}
 	}
 	free(data);
 	free(row);
 	int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
-	FUZZ_CHECK(bad >= -1 && bad < (int64_t)(t->nelem / KQ_SB));
-}
-
-/* t (a Q5_0 or Q5_1 of at most 1 << 16 values) put into 5-bit tiles as
- * the loader does (lib/kernels/qtile.h): each row read back is v's row,
- * bitwise. */
-static void check_q5(const struct gguf_tensor *t, const float *v)
-{
-	int cols = (int)t->ne[0], rows = (int)(t->nelem / (uint64_t)t->ne[0]);
-	struct wmat w = { .type = t->type == GGML_Q5_0 ? WT_Q50 : WT_Q51, .rows = rows,
-			  .cols = cols };
-	size_t bytes = qtile_q5_bytes(w.type, rows, cols);
-	void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
-	float *row = malloc(sizeof(float) * (size_t)cols);
-	if (data && row) {
-		memset(data, 0, bytes);
-		w.data = data;
-		const unsigned char *b = t->data;
-		for (int r = 0; r < rows; r++)
-			for (int k = 0; k < cols / 32; k++, b += gguf_ttype_size(t->type)) {
-				uint8_t u[32];
-				uint16_t d, m;
-				gguf_q5_block(t->type, b, u, &d, &m);
-				qtile_q5_put(&w, data, r, k, u, d, m);
-			}
-		for (int r = 0; r < rows; r++) {
-			qtile_q5_row(&w, r, row);
-			FUZZ_CHECK(!memcmp(row, v + (size_t)r * (size_t)cols, sizeof(float) * (size_t)cols));
-		}
-	}
-	free(data);
-	free(row);
+	FUZZ_CHECK(bad >= -1 && bad < (int64_t)(t->nelem / KQ_SB) && (kq || bad == -1));
 }
 
 static void check_kv(const struct gguf_kv *kv, const unsigned char *buf, size_t size)
@@ -133,10 +114,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			float *v = malloc(sizeof(float) * t->nelem);
 			if (v) {
 				FUZZ_CHECK(gguf_dequant(t->type, t->data, t->nelem, v) == 0);
-				if (t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K)
-					check_kquant(t, v);
-				if (t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
-					check_q5(t, v);
+				if (t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K ||
+				    t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
+					check_tiles(t, v);
 			}
 			free(v);
 		}
