@@ -93,6 +93,20 @@ static float order(const struct wmat *w, int r, const struct q8act *a)
 	return wmat_grouped(w) ? acc : acc * w->scales[r];
 }
 
+/* T inputs of cols values quantized to int8 (q8a_quantize): random, a
+ * few four times larger; or extremes, +-1 only, so every code is +-127. */
+static struct q8act *inputs(int cols, int T, int extremes)
+{
+	float *x = malloc(sizeof(float) * (size_t)cols * (size_t)T);
+	for (size_t i = 0; i < (size_t)cols * (size_t)T; i++)
+		x[i] = extremes ? (i % 3 ? 1.0f : -1.0f) : frand() * (i % 7 == 0 ? 4.0f : 1.0f);
+	struct q8act *a = q8a_alloc(cols, T);
+	for (int i = 0; i < T; i++)
+		kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)i * cols, cols, &a[i]);
+	free(x);
+	return a;
+}
+
 /* Every level this CPU has against the reference's outputs yr (ldy
  * apart), bit for bit, for T = 1 .. Tmax inputs a and the rows cut in
  * three calls that start and end inside tiles; nothing is written past
@@ -137,12 +151,7 @@ static void check_shape(enum wtype t, int rows, int cols, int group, int half_sc
 	CHECK(same, "pack %d %dx%d g%d: codes or scales changed", t, rows, cols, group);
 
 	enum { TMAX = 11 };
-	float *x = malloc(sizeof(float) * (size_t)cols * TMAX);
-	for (size_t i = 0; i < (size_t)cols * TMAX; i++)
-		x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
-	struct q8act *a = q8a_alloc(cols, TMAX);
-	for (int i = 0; i < TMAX; i++)
-		kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)i * cols, cols, &a[i]);
+	struct q8act *a = inputs(cols, TMAX, 0);
 	int ldy = rows + 3;
 	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX);
 	tmm(CPU_SCALAR, &w, yr, ldy, 0, rows, a, TMAX);
@@ -174,7 +183,7 @@ static void check_shape(enum wtype t, int rows, int cols, int group, int half_sc
 	CHECK(cols <= 32 || bad > 1e-3, "%dx%d: a misplaced scale is only %g away", rows, cols, bad);
 
 	check_levels(&w, a, TMAX, yr, ldy, group);
-	free(x), free(a), free(yr), free(tiles), free(m.data), free(m.scales);
+	free(a), free(yr), free(tiles), free(m.data), free(m.scales);
 }
 
 /* The codes at the ends of their ranges: int8 -127 .. 127 (and -128, which
@@ -259,12 +268,7 @@ static void check_q5(enum wtype t, int rows, int cols, int extremes)
 	CHECK(same, "q5 %d %dx%d: the rows are not the values put", t, rows, cols);
 
 	enum { TMAX = 11 };
-	float *x = malloc(sizeof(float) * (size_t)cols * TMAX);
-	for (size_t i = 0; i < (size_t)cols * TMAX; i++)
-		x[i] = extremes ? (i % 3 ? 1.0f : -1.0f) : frand() * (i % 7 == 0 ? 4.0f : 1.0f);
-	struct q8act *a = q8a_alloc(cols, TMAX);
-	for (int i = 0; i < TMAX; i++)
-		kernels_for(CPU_SCALAR)->q8a_quantize(x + (size_t)i * cols, cols, &a[i]);
+	struct q8act *a = inputs(cols, TMAX, extremes);
 	int ldy = rows + 3;
 	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX);
 	tmm(CPU_SCALAR, &w, yr, ldy, 0, rows, a, TMAX);
@@ -296,7 +300,7 @@ static void check_q5(enum wtype t, int rows, int cols, int extremes)
 	CHECK(same, "q5 scalar %d %dx%d: not the order's bits", t, rows, cols);
 	CHECK(worst < 1e-5, "q5 scalar %d %dx%d: %g from the float64 sum", t, rows, cols, worst);
 	check_levels(&w, a, TMAX, yr, ldy, 32);
-	free(u), free(d), free(mn), free(tiles), free(v), free(row), free(x), free(a), free(yr);
+	free(u), free(d), free(mn), free(tiles), free(v), free(row), free(a), free(yr);
 }
 
 int main(void)
