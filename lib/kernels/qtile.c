@@ -239,6 +239,34 @@ void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t 
 	}
 }
 
+/* Row l of a Q5 tile's block at codes, scale s (and min mn), into o[32]:
+ * chunk k holds columns 4k + j and 16 + 4k + j in the nibbles of byte
+ * 4l + j, plane words k and 4 + k their fifth bits at bit 4l + j. */
+static inline void q5_block_row(const uint8_t *codes, int l, float s, float mn, const int q51,
+				float *o)
+{
+	for (int k = 0; k < 4; k++) {
+		uint32_t q;
+		uint64_t lo, hi;
+		memcpy(&q, codes + 64 * k + 4 * l, 4);
+		memcpy(&lo, codes + 256 + 8 * k, 8);
+		memcpy(&hi, codes + 256 + 8 * (k + 4), 8);
+		unsigned blo = (unsigned)(lo >> (4 * l)), bhi = (unsigned)(hi >> (4 * l));
+		for (int j = 0; j < 4; j++) {
+			int u0 = (int)(q >> (8 * j) & 15) | (int)(blo >> j & 1) << 4;
+			int u1 = (int)(q >> (8 * j + 4) & 15) | (int)(bhi >> j & 1) << 4;
+			if (q51) {
+				float p0 = s * (float)u0, p1 = s * (float)u1;
+				o[4 * k + j] = p0 + mn;
+				o[16 + 4 * k + j] = p1 + mn;
+			} else {
+				o[4 * k + j] = s * (float)(u0 - 16);
+				o[16 + 4 * k + j] = s * (float)(u1 - 16);
+			}
+		}
+	}
+}
+
 void qtile_q5_row(const struct wmat *w, int r, float *out)
 {
 	int nb = nblocks(w->cols), l = r % QTILE_ROWS;
@@ -247,20 +275,11 @@ void qtile_q5_row(const struct wmat *w, int r, float *out)
 	const uint8_t *codes = t + scale_area(w->type, nb, QT_F16);
 	for (int b = 0; b < nb; b++, codes += code_bytes(w->type)) {
 		float s = f16_to_f32(d[(size_t)b * QTILE_ROWS + (size_t)l]);
-		float mn = w->type == WT_Q51 ? f16_to_f32(m[(size_t)b * QTILE_ROWS + (size_t)l]) : 0;
-		for (int g = 0; g < 8; g++) {
-			uint64_t word;
-			memcpy(&word, codes + 256 + 8 * g, 8);
-			for (int i = 0; i < 4; i++) {
-				uint8_t byte = codes[(g % 4) * 64 + 4 * l + i];
-				int u = (g < 4 ? byte & 15 : byte >> 4) | (int)(word >> (4 * l + i) & 1) << 4;
-				float *o = out + 32 * b + 4 * g + i;
-				if (w->type == WT_Q50)
-					*o = s * (float)(u - 16);
-				else
-					*o = s * (float)u + mn;
-			}
-		}
+		if (w->type == WT_Q51)
+			q5_block_row(codes, l, s, f16_to_f32(m[(size_t)b * QTILE_ROWS + (size_t)l]), 1,
+				     out + 32 * b);
+		else
+			q5_block_row(codes, l, s, 0, 0, out + 32 * b);
 	}
 }
 
