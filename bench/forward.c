@@ -25,6 +25,7 @@
  */
 #include "harness/benchrun.h"
 #include "core/bf16.h"
+#include "kernels/btile.h"
 #include "model/forward.h"
 #include "harness/membw.h"
 #include "model/model.h"
@@ -79,7 +80,9 @@ static double bandwidth(int threads)
  * slice of a projection small enough (about 1 ms) that the best repetition
  * ran without being preempted on a shared machine:
  * OpenBLAS sgemm, our f32 kernel, our bf16 kernel, and our bf16 kernel with
- * bf16 activations (dot_b16, the inputs rounded once beforehand). */
+ * bf16 activations (dot_b16 on the tiles of lib/kernels/btile.h, the
+ * inputs rounded and the weights tiled once beforehand; K is even, so the
+ * inputs need no pad). */
 static void gemm_gflops(double out[4])
 {
 	enum { M = PREFILL, N = 512, K = 896, REPS = 300 };
@@ -97,6 +100,10 @@ static void gemm_gflops(double out[4])
 	const struct kernels *k = kernels_for(cpu_level_env(NULL));
 	const struct wmat wf = { .type = WT_F32, .rows = N, .cols = K, .data = w };
 	const struct wmat wbf = { .type = WT_BF16, .rows = N, .cols = K, .data = wb };
+	void *tiles = aligned_alloc(64, btile_bytes(N, K));
+	struct wmat wbt;
+	btile_pack_rows(&wbf, tiles, 0, N);
+	btile_view(&wbf, tiles, &wbt);
 	openblas_set_num_threads(1);
 	double best[4] = { 1e9, 1e9, 1e9, 1e9 };
 	for (int r = 0; r < REPS; r++) {
@@ -111,7 +118,7 @@ static void gemm_gflops(double out[4])
 		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = N, .w = &wbf, .r0 = 0, .r1 = N,
 						  .x = x, .ldx = K, .T = M });
 		t[3] = time_now();
-		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = N, .w = &wbf, .r0 = 0, .r1 = N,
+		kern_matmul(k, &(struct kern_mm){ .y = y, .ldy = N, .w = &wbt, .r0 = 0, .r1 = N,
 						  .x = x, .ldx = K, .T = M, .xb = xb });
 		t[4] = time_now();
 		for (int i = 0; i < 4; i++)
@@ -124,6 +131,7 @@ static void gemm_gflops(double out[4])
 	free(y);
 	free(wb);
 	free(xb);
+	free(tiles);
 }
 
 /* ---- forward ---- */

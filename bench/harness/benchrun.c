@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/bf16.h"
+#include "kernels/btile.h"
 #include "kernels/kquant.h"
 #include "kernels/matmul.h"
 #include "kernels/qtile.h"
@@ -26,7 +27,8 @@ int bench_open(struct bench_contender *c, struct err *e)
 {
 	double t0 = time_now();
 	if (model_load(&c->m, c->path, &c->mo, e) < 0 ||
-	    (c->act8 = forward_act8_prepare(&c->m, c->f32act, e)) < 0)
+	    (c->act8 = forward_act8_prepare(&c->m, c->f32act, e)) < 0 ||
+	    (c->b16act && model_tile_b16(&c->m, e) < 0))
 		return -1;
 	c->open_s = time_now() - t0;
 	/* The layers' matrices say the precision (an int4 container keeps its
@@ -192,7 +194,7 @@ int bench_kernel_gbs(const struct kernels *k, const struct wmat *like, int act8,
 	size_t n = (size_t)rows * cols;
 	float *wf = malloc(n * sizeof *wf), *x = malloc((size_t)cols * sizeof *x);
 	float *y = malloc((size_t)rows * sizeof *y), *scales = malloc(n / 8 + 64);
-	uint16_t *xb = malloc((size_t)cols * sizeof *xb);
+	uint16_t *xb = calloc((size_t)btile_ldx(cols), sizeof *xb);
 	void *data = malloc(n * 4);
 	double *t = malloc((size_t)reps * sizeof *t);
 	struct q8act *xa = q8a_alloc(cols, 1);
@@ -236,6 +238,14 @@ int bench_kernel_gbs(const struct kernels *k, const struct wmat *like, int act8,
 			goto done;
 		}
 		qtile_pack(&w, tiles, &w);
+	} else if (b16act) {
+		tiles = aligned_alloc(64, btile_bytes(rows, cols));
+		if (!tiles) {
+			err_set(e, "out of memory for a %dx%d kernel test", rows, cols);
+			goto done;
+		}
+		btile_pack_rows(&w, tiles, 0, rows);
+		btile_view(&w, tiles, &w);
 	}
 	k->q8a_quantize(x, cols, xa);
 	for (int i = 0; i < cols; i++)

@@ -7,7 +7,6 @@
 #include "core/bf16.h"
 
 #include <assert.h>
-#include <float.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -51,26 +50,6 @@ dot_h16_scalar(const uint16_t *a, const float *b, int n, float (*widen)(uint16_t
 	return kern_sum16(s);
 }
 
-/* A subnormal as a zero of its sign: the DAZ and FTZ of vdpbf16ps. */
-static float flush(float v)
-{
-	return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
-}
-
-static inline __attribute__((always_inline)) float
-dot_b16_scalar(const uint16_t *w, const uint16_t *x, int n)
-{
-	float s[KDOT_LANES] = {0};
-	for (int c = 0; c < n; c += 2 * KDOT_LANES)
-		for (int j = 0; j < KDOT_LANES; j++)
-			for (int i = c + 2 * j + 1; i >= c + 2 * j; i--) {
-				float a = i < n ? bf16_to_f32(w[i]) : 0.0f;
-				float b = i < n ? bf16_to_f32(x[i]) : 0.0f;
-				s[j] = flush(fmaf(flush(a), flush(b), s[j]));
-			}
-	return kern_sum16(s);
-}
-
 /* Row r of a matrix of esize-byte elements into out[cols], row-major:
  * where the rows are interleaved (weights.h), the reference kernels gather
  * each row first. */
@@ -87,9 +66,9 @@ static const void *row_of(const void *w, size_t esize, int cols, int il, int r, 
 
 /* Each row of m's matrix (gathered first where interleaved) against each
  * input: a float32 row (es 4) by dot, a 16-bit one (es 2) widened by
- * `widen`, or with b16 a bf16 row and the bf16 inputs by dot_b16. */
+ * `widen`. */
 static inline __attribute__((always_inline)) void
-rows_scalar(const struct kern_mm *m, const size_t es, float (*widen)(uint16_t), const int b16)
+rows_scalar(const struct kern_mm *m, const size_t es, float (*widen)(uint16_t))
 {
 	const struct wmat *w = m->w;
 	int cols = w->cols;
@@ -98,30 +77,24 @@ rows_scalar(const struct kern_mm *m, const size_t es, float (*widen)(uint16_t), 
 		const void *row = row_of(w->data, es, cols, w->il, r, buf);
 		for (int t = 0; t < m->T; t++)
 			m->y[(size_t)t * m->ldy + r] =
-				b16 ? dot_b16_scalar(row, m->xb + (size_t)t * cols, cols)
-				: es == 4 ? dot_inline(row, m->x + (size_t)t * m->ldx, cols)
+				es == 4 ? dot_inline(row, m->x + (size_t)t * m->ldx, cols)
 				: dot_h16_scalar(row, m->x + (size_t)t * m->ldx, cols, widen);
 	}
 }
 
 void kern_mm_f32_scalar(const struct kern_mm *m)
 {
-	rows_scalar(m, 4, NULL, 0);
+	rows_scalar(m, 4, NULL);
 }
 
 void kern_mm_bf16_scalar(const struct kern_mm *m)
 {
-	rows_scalar(m, 2, bf16_to_f32, 0);
+	rows_scalar(m, 2, bf16_to_f32);
 }
 
 void kern_mm_f16_scalar(const struct kern_mm *m)
 {
-	rows_scalar(m, 2, f16_to_f32, 0);
-}
-
-void kern_mm_b16_ref(const struct kern_mm *m)
-{
-	rows_scalar(m, 2, NULL, 1);
+	rows_scalar(m, 2, f16_to_f32);
 }
 
 static void rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps)

@@ -24,13 +24,14 @@
  *  silu_mul: g[i] = g[i] / (1 + kexp(-g[i])) * u[i].
  *  axpy: y[i] = fmaf(a, x[i], y[i]).
  *  dot_b16(w, x, n), both bf16 (the opt-in bf16 activations): the order of
- *     AVX512_BF16's vdpbf16ps. n is padded with zeros to a multiple of 32;
- *     16 partial sums start at +0; for each 32 elements c .. c + 31, lane
- *     j takes the pair c + 2j + 1, then c + 2j, each as
- *     s[j] = ftz(fmaf(daz(w[i]), daz(x[i]), s[j])), where daz and ftz turn
- *     a subnormal input or result into a zero of the same sign (the
- *     instruction's fixed DAZ / FTZ); then the fold of dot. Checked against
- *     the instruction in tests/c/test_kernels.c.
+ *     AVX512_BF16's vdpbf16ps in one lane. n is padded with a zero to an
+ *     even length; one sum s starts at +0; for each pair p in increasing
+ *     order, element 2p + 1, then 2p, each as
+ *     s = ftz(fmaf(daz(w[i]), daz(x[i]), s)), where daz and ftz turn a
+ *     subnormal input or result into a zero of the same sign (the
+ *     instruction's fixed DAZ / FTZ); the result is s, with no fold: the
+ *     weights are tiled so that a lane is a row (lib/kernels/btile.h).
+ *     Checked against the instruction in tests/c/test_btile.c.
  *
  * The SIMD files are compiled with -ffp-contract=off (Makefile) so the
  * compiler never fuses a multiply and an add that the order above keeps
@@ -67,9 +68,10 @@ struct q8act;  /* int8 activations, lib/kernels/quant.h */
  *       through q8a_quantize): then a tiled int8 or int4 w (qtile.h) or a
  *       K-quant w multiplies them (x is not read); other weights ignore xa
  *       and multiply x. A tiled w needs xa.
- *   xb  NULL, or the T inputs rounded to bf16 (f32_to_bf16), cols apart:
- *       then a bf16 w multiplies them with dot_b16 (x is not read); other
- *       weights ignore xb. */
+ *   xb  NULL, or the T inputs rounded to bf16 (f32_to_bf16), btile_ldx(cols)
+ *       apart (lib/kernels/btile.h): then a bf16 w, tiled for them,
+ *       multiplies them with dot_b16 (x is not read); other weights ignore
+ *       xb. */
 struct kern_mm {
 	float *y;
 	int ldy;
@@ -133,8 +135,9 @@ kern_mm_fn kern_mm_f32_scalar, kern_mm_f32_avx2, kern_mm_f32_avx512;
 kern_mm_fn kern_mm_bf16_scalar, kern_mm_bf16_avx2, kern_mm_bf16_avx512;
 kern_mm_fn kern_mm_f16_scalar, kern_mm_f16_avx2, kern_mm_f16_avx512;
 
-/* The bf16-activation product (dot_b16) in scalar code: every table's,
- * except where vdpbf16ps runs. */
+/* The bf16-activation product (dot_b16, on a matrix tiled by
+ * lib/kernels/btile.h) in scalar code (btile.c): every table's, except
+ * where vdpbf16ps runs. */
 kern_mm_fn kern_mm_b16_ref;
 
 /* The same with vdpbf16ps (kernels_avx512.c), where kern_has_dpbf16(). */

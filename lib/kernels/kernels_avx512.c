@@ -5,10 +5,12 @@
  * products are here; the other kernels are kernels_simd.h's, on the lane
  * primitives below. Called only when cpu_detect() says CPU_AVX512. */
 #include "kernels/kernels.h"
+#include "kernels/btile.h"
 #include "kernels/hsum.h"
 #include "kernels/prefetch.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 #define AI static inline __attribute__((always_inline))
 
@@ -47,35 +49,22 @@ AI size_t w_size(const enum wtype wt)
 	return wt == WT_F32 ? 4 : 2;
 }
 
-/* acc plus the bf16 pairs of w times x, by vdpbf16ps (dot_b16 in
- * kernels.h). Only where kern_has_dpbf16(). Not always_inline: GCC inlines
- * it into kern_mm_b16_dpbf16, whose target has the instruction, and would
- * refuse to force it into block(), which has not (where block() runs
- * float inputs the call is dead code). */
-__attribute__((target("avx512bf16"))) static inline __m512 dp_step(__m512 acc, __m512i w,
-								    __m512i x)
-{
-	return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
-}
-
 /* A block of RB <= 4 rows by TB <= 6 inputs (constants where this is
  * inlined): RB * TB accumulators (24 of the 32 registers, the 4 rows of
- * weights and one input beside them). wt: the weights' type; b16: the
- * inputs are m->xb, bf16, and each output is dot_b16 (vdpbf16ps, 32
- * columns a step: lane j takes the pair 2j + 1, 2j of them; the last
- * cols % 32 columns as zero pairs), else m->x and the canonical dot (16
- * columns a step, the tail through masked lanes). With interleaved rows
+ * weights and one input beside them). wt: the weights' type; each output
+ * is the canonical dot of a row and an input of m->x (16 columns a step,
+ * the tail through masked lanes). With interleaved rows
  * (w->il, weights.h) column k of a row is at wr[i] + wmat_il_col(k), and
  * the four rows of a block are one sequential stream; then cols is a
  * multiple of 64 and there is no tail. (il is not a constant here: a copy
  * of every block for each layout would double the code, and the offset
  * costs a few integer operations per 16 columns.) */
 AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB,
-	      const enum wtype wt, const int b16)
+	      const enum wtype wt)
 {
 	const struct wmat *w = m->w;
 	int cols = w->cols, il = w->il;
-	const int step = b16 ? 32 : 16;
+	const int step = 16;
 	size_t es = w_size(wt);
 	__m512 acc[4][6];
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
@@ -83,15 +72,10 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 		acc[i][j] = _mm512_setzero_ps();
 	const unsigned char *wr[4];
 	const float *xr[6];
-	const uint16_t *xb[6];
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 		wr[i] = (const unsigned char *)w->data + es * wmat_row_at(r + i, cols, il);
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
-		if (b16)
-			xb[j] = m->xb + (size_t)(t0 + j) * (size_t)cols;
-		else
-			xr[j] = m->x + (size_t)(t0 + j) * (size_t)m->ldx;
-	}
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+		xr[j] = m->x + (size_t)(t0 + j) * (size_t)m->ldx;
 	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
 	int k = 0;
 	for (; k + step <= cols; k += step) {
@@ -101,31 +85,14 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 				prefetch_at(wr[i] + es * o, ahead);
 		__m512 wv[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-			wv[i] = b16 ? _mm512_castsi512_ps(_mm512_loadu_si512(wr[i] + es * o))
-				    : ld_w(wr[i], o, wt);
+			wv[i] = ld_w(wr[i], o, wt);
 		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
-			if (b16) {
-				__m512i xv = _mm512_loadu_si512(xb[j] + k);
-				_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-					acc[i][j] = dp_step(acc[i][j], _mm512_castps_si512(wv[i]), xv);
-			} else {
-				__m512 xv = _mm512_loadu_ps(xr[j] + k);
-				_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-					acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
-			}
+			__m512 xv = _mm512_loadu_ps(xr[j] + k);
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
 		}
 	}
-	if (k < cols && b16) {
-		__mmask32 mk = (__mmask32)((1ull << (cols - k)) - 1);
-		__m512i wv[4];
-		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-			wv[i] = _mm512_maskz_loadu_epi16(mk, wr[i] + es * (size_t)k);
-		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
-			__m512i xv = _mm512_maskz_loadu_epi16(mk, xb[j] + k);
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-				acc[i][j] = dp_step(acc[i][j], wv[i], xv);
-		}
-	} else if (k < cols) {
+	if (k < cols) {
 		__mmask16 mk = tail_mask(cols - k);
 		__m512 wv[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
@@ -144,18 +111,17 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 /* Rows r .. r + RB - 1 (RB a constant where this is inlined) times the T
  * inputs (T is m->T, passed to be a constant where it is known): 6 at a
  * time, then the rest in one block. */
-AI void row_block(const struct kern_mm *m, int T, int r, const int RB, const enum wtype wt,
-		  const int b16)
+AI void row_block(const struct kern_mm *m, int T, int r, const int RB, const enum wtype wt)
 {
 	int t = 0;
 	for (; t + 6 <= T; t += 6)
-		block(m, r, t, RB, 6, wt, b16);
+		block(m, r, t, RB, 6, wt);
 	switch (T - t) {
-	case 5: block(m, r, t, RB, 5, wt, b16); break;
-	case 4: block(m, r, t, RB, 4, wt, b16); break;
-	case 3: block(m, r, t, RB, 3, wt, b16); break;
-	case 2: block(m, r, t, RB, 2, wt, b16); break;
-	case 1: block(m, r, t, RB, 1, wt, b16); break;
+	case 5: block(m, r, t, RB, 5, wt); break;
+	case 4: block(m, r, t, RB, 4, wt); break;
+	case 3: block(m, r, t, RB, 3, wt); break;
+	case 2: block(m, r, t, RB, 2, wt); break;
+	case 1: block(m, r, t, RB, 1, wt); break;
 	}
 }
 
@@ -163,15 +129,15 @@ AI void row_block(const struct kern_mm *m, int T, int r, const int RB, const enu
  * rows one at a time. Interleaved rows go in whole blocks of 4 from a
  * multiple of 4 (the rows before it one at a time), so that a block is one
  * stream. */
-AI void rows(const struct kern_mm *m, int T, const enum wtype wt, const int b16)
+AI void rows(const struct kern_mm *m, int T, const enum wtype wt)
 {
 	int r = m->r0, r1 = m->r1, il = m->w->il;
 	for (; il && r < r1 && r % 4; r++)
-		row_block(m, T, r, 1, wt, b16);
+		row_block(m, T, r, 1, wt);
 	for (; r + 4 <= r1; r += 4)
-		row_block(m, T, r, 4, wt, b16);
+		row_block(m, T, r, 4, wt);
 	for (; r < r1; r++)
-		row_block(m, T, r, 1, wt, b16);
+		row_block(m, T, r, 1, wt);
 }
 
 /* ---- several inputs at once (prefill): panels of widened rows ----
@@ -301,7 +267,7 @@ AI void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r, in
 AI void products(const struct kern_mm *m, const enum wtype wt)
 {
 	if (m->T < PK_MIN_T) {
-		rows(m, m->T, wt, 0);
+		rows(m, m->T, wt);
 		return;
 	}
 	const struct wmat *w = m->w;
@@ -340,11 +306,76 @@ void kern_mm_f16_avx512(const struct kern_mm *m)
 	products(m, WT_F16);
 }
 
-/* bf16 activations: the blocks above with vdpbf16ps, the rows of weights
- * loaded once per step for all TB inputs. Only where kern_has_dpbf16(). */
-__attribute__((target("avx512bf16"))) void kern_mm_b16_dpbf16(const struct kern_mm *m)
+/* ---- bf16 activations: vdpbf16ps on tiles of 64 rows (btile.h) ----
+ *
+ * Lanes are rows, so each accumulator is 16 finished outputs: per column
+ * pair, a tile's four vectors are loaded once and multiplied by the pair
+ * of each of up to six inputs, broadcast from memory (24 accumulators, 4
+ * vectors of weights). */
+#define B16 __attribute__((target("avx512bf16")))
+
+/* The tile at w (its np pairs) times the TB inputs from x, ldx apart (TB a
+ * constant where this is inlined); the lanes of mk[v] of vector v go to
+ * rows rbase + 16v of y. */
+B16 AI void b16_tile(const unsigned char *w, int np, const uint16_t *x, int ldx, float *y,
+		     int ldy, int rbase, const __mmask16 mk[4], const int TB)
 {
-	rows(m, m->T, WT_BF16, 1);
+	__m512 acc[4][6];
+	_Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+		acc[v][j] = _mm512_setzero_ps();
+	for (int p = 0; p < np; p++, w += 4 * 64) {
+		_Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+			prefetch_at(w + 64 * v, PREFETCH_MIN);
+		__m512i wv[4];
+		_Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+			wv[v] = _mm512_load_si512(w + 64 * v);
+		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+			int32_t pair;
+			memcpy(&pair, x + (size_t)j * ldx + 2 * p, 4);
+			__m512i xv = _mm512_set1_epi32(pair);
+			_Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+				acc[v][j] = _mm512_dpbf16_ps(acc[v][j], (__m512bh)wv[v], (__m512bh)xv);
+		}
+	}
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
+	_Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
+		_mm512_mask_storeu_ps(y + (size_t)j * ldy + rbase + 16 * v, mk[v], acc[v][j]);
+}
+
+/* Every tile that holds a row of [r0, r1), six inputs at a time, then
+ * the rest at once. Only where kern_has_dpbf16(). */
+B16 void kern_mm_b16_dpbf16(const struct kern_mm *m)
+{
+	const struct wmat *w = m->w;
+	int np = btile_pairs(w->cols), ldx = btile_ldx(w->cols), T = m->T, ldy = m->ldy;
+	size_t tb = btile_tile_bytes(w->cols);
+	for (int rb = m->r0 / BTILE_ROWS * BTILE_ROWS; rb < m->r1; rb += BTILE_ROWS) {
+		const unsigned char *tile = (const unsigned char *)w->data +
+					    (size_t)(rb / BTILE_ROWS) * tb;
+		__mmask16 mk[4];
+		for (int v = 0; v < 4; v++) {
+			int lo = m->r0 - (rb + 16 * v), hi = m->r1 - (rb + 16 * v);
+			lo = lo < 0 ? 0 : lo;
+			hi = hi > 16 ? 16 : hi;
+			mk[v] = hi > lo ? (__mmask16)((0xffffu >> (16 - hi)) & (0xffffu << lo)) : 0;
+		}
+		const uint16_t *x = m->xb;
+		float *y = m->y;
+		int t = 0;
+		for (; t + 6 <= T; t += 6)
+			b16_tile(tile, np, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy, rb,
+				 mk, 6);
+		x += (size_t)t * ldx;
+		y += (size_t)t * ldy;
+		switch (T - t) {
+		case 5: b16_tile(tile, np, x, ldx, y, ldy, rb, mk, 5); break;
+		case 4: b16_tile(tile, np, x, ldx, y, ldy, rb, mk, 4); break;
+		case 3: b16_tile(tile, np, x, ldx, y, ldy, rb, mk, 3); break;
+		case 2: b16_tile(tile, np, x, ldx, y, ldy, rb, mk, 2); break;
+		case 1: b16_tile(tile, np, x, ldx, y, ldy, rb, mk, 1); break;
+		}
+	}
 }
 
 /* The lane primitives of kernels_simd.h: the 16 lanes in one zmm, tails

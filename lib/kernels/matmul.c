@@ -1,5 +1,6 @@
 /* matmul: see matmul.h. */
 #include "kernels/matmul.h"
+#include "kernels/btile.h"
 #include "kernels/kquant.h"
 #include "kernels/qtile.h"
 
@@ -14,6 +15,8 @@ void kern_row(const struct wmat *w, int r, float *out)
 		qtile_q5_row(w, r, out);
 	else if (wmat_is_int(w))
 		quant_dequant_row(w, r, 0, w->cols, out);
+	else if (w->tiled)
+		btile_row(w, r, out);
 	else
 		kern_row_float(w, r, out);
 }

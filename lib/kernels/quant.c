@@ -1,5 +1,6 @@
 /* quant: see quant.h. The schemes and the scalar reference kernels. */
 #include "kernels/quant.h"
+#include "kernels/btile.h"
 #include "kernels/quant_isa.h"
 #include "kernels/kquant.h"
 #include "kernels/kernels.h"
@@ -108,6 +109,8 @@ size_t q4_nscales(int rows, int cols, int group)
 size_t wmat_bytes(const struct wmat *w)
 {
 	size_t n = (size_t)w->rows * (size_t)w->cols;
+	if (w->tiled && w->type == WT_BF16)
+		return btile_bytes(w->rows, w->cols);
 	if (w->tiled)
 		return qtile_bytes(w->type, w->rows, w->cols, (enum qtile_scales)(w->tiled - 1));
 	switch (w->type) {

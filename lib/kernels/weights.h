@@ -43,7 +43,9 @@
  *
  * Tiled (tiled != 0; WT_Q8 and WT_Q4): the layout of the int8-activation
  * kernels, rows in tiles of 16, scales inside the tiles, defined in
- * lib/kernels/qtile.h; scales is NULL then.
+ * lib/kernels/qtile.h; scales is NULL then. WT_BF16 tiled (tiled 1): the
+ * layout of the bf16-activation kernels, rows in tiles of 64, defined in
+ * lib/kernels/btile.h.
  */
 #ifndef WEIGHTS_H
 #define WEIGHTS_H
@@ -63,7 +65,9 @@ struct wmat {
 	int group_size;       /* WT_Q4; WT_Q8 when its scales are per group */
 	int il;               /* rows interleaved (see above) */
 	int tiled;            /* WT_Q8, WT_Q4: 0, or repacked into tiles for the
-			       * int8-activation kernels (lib/kernels/qtile.h) */
+			       * int8-activation kernels (lib/kernels/qtile.h);
+			       * WT_BF16: 0, or 1 for the bf16-activation ones
+			       * (lib/kernels/btile.h) */
 };
 
 #define WMAT_IL_COLS 64

@@ -1,6 +1,7 @@
 /* forward: see forward.h. */
 #include "model/forward.h"
 #include "core/bf16.h"
+#include "kernels/btile.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -98,9 +99,14 @@ static void convert_inputs(struct mm_job *j)
 		j->xa = f->xa;
 	}
 	if (f->b16act && job_has(j, WT_BF16)) {
-		for (int t = 0; t < j->T; t++)
+		int ldx = btile_ldx(cols);
+		for (int t = 0; t < j->T; t++) {
+			uint16_t *xb = f->xb + (size_t)t * ldx;
 			for (int i = 0; i < cols; i++)
-				f->xb[(size_t)t * cols + i] = f32_to_bf16(j->x[(size_t)t * j->ldx + i]);
+				xb[i] = f32_to_bf16(j->x[(size_t)t * j->ldx + i]);
+			if (ldx > cols)
+				xb[cols] = 0;
+		}
 		j->xb = f->xb;
 	}
 }
@@ -326,7 +332,13 @@ static int is_bf16(const struct wmat *w)
 /* Whether w is an integer matrix tiled for int8 activations. */
 static int is_tiled(const struct wmat *w)
 {
-	return w->tiled != 0;
+	return w->tiled && wmat_is_int(w);
+}
+
+/* Whether w is a bf16 matrix tiled for bf16 activations. */
+static int is_btiled(const struct wmat *w)
+{
+	return w->tiled && w->type == WT_BF16;
 }
 
 int forward_has_int_weights(const struct model *m)
@@ -376,6 +388,10 @@ int forward_init(struct forward *f, const struct model *m,
 			       "activations only");
 	if (f->b16act && !forward_has_bf16_weights(m))
 		return err_set(e, "bf16 activations need bf16 weights; the model has none");
+	if (any_matrix(m, is_btiled) != f->b16act && any_matrix(m, is_bf16))
+		return err_set(e, f->b16act ? "bf16 activations need the model's bf16 matrices "
+			       "tiled (model_tile_b16)" : "a model tiled for bf16 activations "
+			       "runs with them only");
 	f->ctx = o->ctx > 0 ? o->ctx : c->max_positions < FORWARD_CTX_DEFAULT
 						? c->max_positions : FORWARD_CTX_DEFAULT;
 	if (f->ctx > c->max_positions)
@@ -403,7 +419,7 @@ int forward_init(struct forward *f, const struct model *m,
 	if (!f->x || !f->xn || !f->tmp || !f->q || !f->att || !f->g || !f->u ||
 	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin ||
 	    (f->act8 && !(f->xa = q8a_alloc((int)widest, f->batch))) ||
-	    (f->b16act && !(f->xb = alloc_n(f, B * widest, sizeof *f->xb)))) {
+	    (f->b16act && !(f->xb = alloc_n(f, B * (size_t)btile_ldx((int)widest), sizeof *f->xb)))) {
 		size_t bytes = f->state_bytes;  /* forward_free clears it */
 		forward_free(f);
 		return err_set(e, "out of memory for the run state (%zu bytes)", bytes);

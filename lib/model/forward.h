@@ -45,9 +45,10 @@
  * product, by the calling thread, as act8 does) and runs the bf16-activation
  * kernel (dot_b16 in lib/kernels/kernels.h: vdpbf16ps where the level is
  * AVX-512 and the CPU has AVX512_BF16, else the scalar reference: the same
- * bits on any x86-64). Half the multiply instructions of the float-input
- * kernel, at the cost of the activations' low 16 bits: `ppl` reports it as
- * its own level (+b16). Float32 and integer matrices are unaffected; the
+ * bits on any x86-64) on the model's bf16 matrices, tiled for it at load
+ * (model_tile_b16, lib/kernels/btile.h). Half the multiply instructions of
+ * the float-input kernel, at the cost of the activations' low 16 bits:
+ * `ppl` reports it as its own level (+b16). Float32 and integer matrices are unaffected; the
  * logits stay bitwise independent of threads, level and chunking.
  *
  * Memory: everything (activations for `batch` tokens, logits for `batch`
@@ -94,7 +95,8 @@ struct forward_opts {
 			     * the model must have some, tiled (forward_act8_prepare);
 			     * 0: a model with untiled ones runs the exact mode */
 	int b16act;         /* bf16 activations for the bf16 matrices (above); the
-			     * model must have some (forward_has_bf16_weights) */
+			     * model must have some (forward_has_bf16_weights),
+			     * tiled (model_tile_b16); 0: it must have none tiled */
 	/* Observers (NULL: none), called with their arg: */
 	forward_trace_fn *trace;     /* the residual stream (below) */
 	void *trace_arg;
@@ -136,7 +138,8 @@ struct forward {
 	float *kc, *vc;  /* [n_layers x ctx x KV] rotated keys, values */
 	float *rcos, *rsin;  /* [ctx x head_dim / 2] RoPE table */
 	struct q8act *xa;    /* act8: [B] one product's inputs, quantized (q8a_alloc) */
-	uint16_t *xb;        /* b16act: [B x widest input] one product's inputs */
+	uint16_t *xb;        /* b16act: [B x btile_ldx(widest input)] one product's
+			      * inputs */
 };
 
 /* Whether any matrix of m's blocks or its LM head stores integers (int8,

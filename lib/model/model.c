@@ -6,6 +6,7 @@
 #include "format/modelpath.h"
 #include "format/qfile.h"
 #include "core/cpu.h"
+#include "kernels/btile.h"
 #include "kernels/matmul.h"
 #include "kernels/qtile.h"
 #include "kernels/quant.h"
@@ -313,48 +314,72 @@ static void release(const void *p, size_t n)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-/* Rows model_tile packs before it gives their pages back (a multiple of
- * QTILE_ROWS and of 4, the interleaved rows' blocks). */
+/* Rows tile_matrices packs before it gives their pages back (a multiple
+ * of QTILE_ROWS, of BTILE_ROWS and of 4, the interleaved rows' blocks). */
 #define TILE_PART 1024
 
-int model_tile(struct model *m, struct err *e)
+/* The two repackings: integer matrices for int8 activations (qtile.h),
+ * bf16 ones for bf16 activations (btile.h). */
+enum tiling { TILE_INT, TILE_BF16 };
+
+static int tiling_takes(enum tiling k, const struct wmat *w)
+{
+	return !w->tiled && (k == TILE_INT ? wmat_qtileable(w) : w->type == WT_BF16);
+}
+
+static size_t tiled_bytes(enum tiling k, const struct wmat *w)
+{
+	return k == TILE_INT ? qtile_bytes(w->type, w->rows, w->cols, qtile_scales_for(w))
+			     : btile_bytes(w->rows, w->cols);
+}
+
+/* Repacks the matrices k takes into anonymous memory (*area, *size), in
+ * parts of TILE_PART rows, each given back once packed, so that a large
+ * matrix (an embedding) is not resident twice. */
+static int tile_matrices(struct model *m, enum tiling k, void **area, size_t *size,
+			 struct err *e)
 {
 	struct wmat *ws[MODEL_MATRICES(m->cfg.n_layers)];
 	const char *names[MODEL_MATRICES(m->cfg.n_layers)];
 	int n = model_matrices(m, ws, names);
 	size_t total = 0;
 	for (int i = 0; i < n; i++)
-		if (wmat_qtileable(ws[i]) && !ws[i]->tiled)
-			total += qtile_bytes(ws[i]->type, ws[i]->rows, ws[i]->cols,
-					     qtile_scales_for(ws[i]));
+		if (tiling_takes(k, ws[i]))
+			total += tiled_bytes(k, ws[i]);
 	if (total == 0)
 		return 0;
 	unsigned char *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
-		return err_set(e, "cannot allocate %zu bytes for the int8-activation "
-			       "layout: %s", total, strerror(errno));
+		return err_set(e, "cannot allocate %zu bytes for the %s-activation layout: %s",
+			       total, k == TILE_INT ? "int8" : "bf16", strerror(errno));
 	madvise(p, total, MADV_HUGEPAGE);  /* advice only */
-	m->tiles = p;
-	m->tiles_size = total;
+	*area = p;
+	*size = total;
 	for (int i = 0; i < n; i++) {
 		struct wmat *w = ws[i];
-		if (!wmat_qtileable(w) || w->tiled)
+		if (!tiling_takes(k, w))
 			continue;
-		/* in parts of TILE_PART rows, each given back once packed, so
-		 * that a large matrix (an embedding) is not resident twice */
-		enum qtile_scales s = qtile_scales_for(w);
-		size_t codes = w->type == WT_Q4 ? q4_data_bytes(w->rows, w->cols)
-						: q8_data_bytes(w->rows, w->cols);
+		enum qtile_scales s = k == TILE_INT ? qtile_scales_for(w) : QT_ROW;
+		size_t codes = k == TILE_BF16 ? wmat_bytes(w)
+			       : w->type == WT_Q4 ? q4_data_bytes(w->rows, w->cols)
+						  : q8_data_bytes(w->rows, w->cols);
 		size_t scales = wmat_bytes(w) - codes;
 		for (int r = 0; r < w->rows; r += TILE_PART) {
 			int r1 = w->rows - r < TILE_PART ? w->rows : r + TILE_PART;
-			qtile_pack_rows(w, s, p, r, r1);
+			if (k == TILE_INT)
+				qtile_pack_rows(w, s, p, r, r1);
+			else
+				btile_pack_rows(w, p, r, r1);
 			release(w->data, codes / (size_t)w->rows * (size_t)r1);
-			release(w->scales, scales / (size_t)w->rows * (size_t)r1);
+			if (scales)
+				release(w->scales, scales / (size_t)w->rows * (size_t)r1);
 		}
 		struct wmat t;
-		qtile_view(w, s, p, &t);
+		if (k == TILE_INT)
+			qtile_view(w, s, p, &t);
+		else
+			btile_view(w, p, &t);
 		m->weight_bytes += wmat_bytes(&t) - wmat_bytes(w);
 		*w = t;
 		p += wmat_bytes(&t);
@@ -362,6 +387,16 @@ int model_tile(struct model *m, struct err *e)
 	if (m->cfg.tie_embeddings)
 		m->w.lm_head = m->w.embed;
 	return 0;
+}
+
+int model_tile(struct model *m, struct err *e)
+{
+	return tile_matrices(m, TILE_INT, &m->tiles, &m->tiles_size, e);
+}
+
+int model_tile_b16(struct model *m, struct err *e)
+{
+	return tile_matrices(m, TILE_BF16, &m->btiles, &m->btiles_size, e);
 }
 
 /* The generation defaults' EOS ids must be tokens of the model. */
@@ -447,6 +482,8 @@ void model_free(struct model *m)
 		munmap(m->copy, m->copy_size);
 	if (m->tiles)
 		munmap(m->tiles, m->tiles_size);
+	if (m->btiles)
+		munmap(m->btiles, m->btiles_size);
 	free(m->vecs);
 	free(m->wide);
 	free(m->w.layers);

@@ -83,6 +83,8 @@ struct model {
 	size_t copy_size;
 	void *tiles;             /* integer matrices tiled by model_tile, or NULL */
 	size_t tiles_size;
+	void *btiles;            /* bf16 matrices tiled by model_tile_b16, or NULL */
+	size_t btiles_size;
 	float *vecs;             /* widened norms and biases */
 	float *wide;             /* widened matrices (f32), or NULL */
 	size_t wide_bytes;
@@ -144,5 +146,11 @@ int model_interleave(struct model *m, struct err *e);
  * only, lib/model/forward.h). Does nothing when m has no integer
  * matrices. Returns 0, or -1 with e set (memory). */
 int model_tile(struct model *m, struct err *e);
+
+/* The same for every bf16 matrix of m, into the tiles of the
+ * bf16-activation kernels (lib/kernels/btile.h): a model so tiled runs
+ * with bf16 activations only. Does nothing when m has no bf16 matrices.
+ * Returns 0, or -1 with e set (memory). */
+int model_tile_b16(struct model *m, struct err *e);
 
 #endif

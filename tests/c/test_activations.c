@@ -274,12 +274,13 @@ static void check_case(const char *dir, const char *ids_json, const struct qsche
 	char name[32] = "bf16+b16";
 	if (s)
 		qscheme_name(s, name, sizeof name);
-	/* mt: the same model tiled for int8 activations (lib/model/model.h);
-	 * m keeps the layout that float inputs and the simulation read. */
-	struct model mt, *ma = s ? &mt : &m;
+	/* mt: the same model tiled for int8 activations, or for bf16 ones
+	 * (lib/model/model.h); m keeps the layout that float inputs and the
+	 * simulation read. */
+	struct model mt;
 	if (model_load(&m, dir, &mo, &e) < 0 || (s && model_quantize(&m, s, &e) < 0) ||
-	    (s && (model_load(&mt, dir, &mo, &e) < 0 || model_quantize(&mt, s, &e) < 0 ||
-		   model_tile(&mt, &e) < 0))) {
+	    model_load(&mt, dir, &mo, &e) < 0 || (s && model_quantize(&mt, s, &e) < 0) ||
+	    (s ? model_tile(&mt, &e) : model_tile_b16(&mt, &e)) < 0) {
 		fprintf(stderr, "%s: %s\n", dir, e.msg);
 		exit(1);
 	}
@@ -290,7 +291,7 @@ static void check_case(const char *dir, const char *ids_json, const struct qsche
 	double *sim = malloc(sizeof(double) * V);
 	enum cpu_level top = cpu_level_env(NULL);
 
-	engine(ma, ids, n, 1, 1, 64, top, act);
+	engine(&mt, ids, n, 1, 1, 64, top, act);
 	engine(&m, ids, n, 0, 1, 64, top, fl);
 	if (accuracy) {
 		min_margin = min_margin_b16 = 1;
@@ -321,15 +322,14 @@ static void check_case(const char *dir, const char *ids_json, const struct qsche
 		{ 1, 64, top >= CPU_AVX2 ? CPU_AVX2 : CPU_SCALAR },
 	};
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-		engine(ma, ids, n, 1, v[i].threads, v[i].batch, v[i].level, other);
+		engine(&mt, ids, n, 1, v[i].threads, v[i].batch, v[i].level, other);
 		CHECK(!memcmp(act, other, sizeof(float) * V),
 		      "%s %s: %d threads, batch %d, %s: not bitwise equal", dir, name,
 		      v[i].threads, v[i].batch, cpu_level_name(v[i].level));
 	}
 	free(act), free(fl), free(other), free(sim), free(ids);
 	model_free(&m);
-	if (s)
-		model_free(&mt);
+	model_free(&mt);
 }
 
 /* A model with no integer matrix refuses act8. */

@@ -129,16 +129,15 @@ static void check_reference(const struct kernels *k)
 }
 
 /* Rows [r0, r1) of the rows x cols matrix of type `type` at w (il: its rows
- * interleaved) times T inputs ldx apart (x, or the bf16 inputs xb, cols
- * apart, when xb is not NULL) through k's table, or through fn when it is
- * not NULL. */
+ * interleaved) times T inputs x, ldx apart, through k's table, or through
+ * fn when it is not NULL. */
 static void mm(const struct kernels *k, kern_mm_fn *fn, float *y, int ldy, enum wtype type,
 	       const void *w, int rows, int cols, int il, int r0, int r1, const float *x,
-	       const uint16_t *xb, int ldx, int T)
+	       int ldx, int T)
 {
 	struct wmat m = { .type = type, .rows = rows, .cols = cols, .data = w, .il = il };
 	struct kern_mm p = { .y = y, .ldy = ldy, .w = &m, .r0 = r0, .r1 = r1, .x = x,
-			     .ldx = ldx, .T = T, .xb = xb };
+			     .ldx = ldx, .T = T };
 	if (fn)
 		fn(&p);
 	else
@@ -210,12 +209,12 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		fill(x, T * cols, 1);
 		for (int i = 0; i < rows * cols; i++)
 			wb[i] = f32_to_bf16(wf[i]);
-		mm(ref, NULL, y1, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, NULL, cols, T);
-		mm(k, NULL, y2, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(ref, NULL, y1, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, cols, T);
+		mm(k, NULL, y2, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows), "%s f32 product %dx%d T=%d differs",
 		      name, rows, cols, T);
-		mm(ref, NULL, y1, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, NULL, cols, T);
-		mm(k, NULL, y2, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(ref, NULL, y1, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, cols, T);
+		mm(k, NULL, y2, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows), "%s bf16 product %dx%d T=%d differs",
 		      name, rows, cols, T);
 		/* binary16 weights: the same bits as the reference, and as the
@@ -226,20 +225,20 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 			wh[i] = f32_to_f16(wf[i]);
 			wf[i] = f16_to_f32(wh[i]);
 		}
-		mm(ref, NULL, y1, rows, WT_F16, wh, rows, cols, 0, 1, rows, x, NULL, cols, T);
-		mm(k, NULL, y2, rows, WT_F16, wh, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(ref, NULL, y1, rows, WT_F16, wh, rows, cols, 0, 1, rows, x, cols, T);
+		mm(k, NULL, y2, rows, WT_F16, wh, rows, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows), "%s f16 product %dx%d T=%d differs",
 		      name, rows, cols, T);
-		mm(ref, NULL, y1, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(ref, NULL, y1, rows, WT_F32, wf, rows, cols, 0, 1, rows, x, cols, T);
 		CHECK(same_bits(y1, y2, T * rows),
 		      "%s f16 product %dx%d T=%d: not the f32 product of the widened weights",
 		      name, rows, cols, T);
 		free(wh);
-		mm(k, NULL, y2, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, NULL, cols, T);
+		mm(k, NULL, y2, rows, WT_BF16, wb, rows, cols, 0, 1, rows, x, cols, T);
 		/* Each output is the canonical dot of its row: a matvec of one
 		 * input gives the same bits as the batched product. */
 		float *one = calloc((size_t)rows, sizeof(float));
-		mm(k, NULL, one, rows, WT_BF16, wb, rows, cols, 0, rows - 1, rows, x + (T - 1) * cols, NULL,
+		mm(k, NULL, one, rows, WT_BF16, wb, rows, cols, 0, rows - 1, rows, x + (T - 1) * cols,
 		   cols, 1);
 		CHECK(same_bits(&one[rows - 1], &y2[(T - 1) * rows + rows - 1], 1),
 		      "%s bf16 product: batch and matvec differ", name);
@@ -250,96 +249,6 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		free(y1);
 		free(y2);
 	}
-}
-
-/* bf16 activations (dot_b16 in kernels.h). The reference against the sum
- * in double of the same bf16 products: each of the n steps rounds once
- * (relative 2^-24) and the 4 folds once each, so the error is bounded by
- * (n / 16 + 4) * 2^-24 times the sum of |products| per lane; 1e-6 of the
- * total covers n = 1023 here. Then every table's bf16-activation product (vdpbf16ps
- * where the CPU has it) against the reference, bitwise, on odd shapes,
- * with ordinary values and with values whose products and partial sums
- * fall below FLT_MIN, where the flushes (DAZ, FTZ) decide the bits. */
-static uint16_t b16(float scale)
-{
-	return f32_to_bf16(frand() * scale);
-}
-
-static void check_b16(void)
-{
-	static uint16_t wa[MAXN], xa[MAXN];
-	double worst = 0;
-	for (int si = 0; si < NSIZES; si++) {
-		int n = sizes[si];
-		for (int i = 0; i < n; i++) {
-			wa[i] = b16(2);
-			xa[i] = b16(2);
-		}
-		double d = 0, ad = 0;
-		for (int i = 0; i < n; i++) {
-			double p = (double)bf16_to_f32(wa[i]) * bf16_to_f32(xa[i]);
-			d += p;
-			ad += fabs(p);
-		}
-		float y;
-		mm(NULL, kern_mm_b16_ref, &y, 1, WT_BF16, wa, 1, n, 0, 0, 1, NULL, xa, n, 1);
-		double e = fabs(y - d) / (ad + 1e-30);
-		worst = e > worst ? e : worst;
-	}
-	printf("dot_b16 reference vs double (relative): %.2g\n", worst);
-	CHECK(worst < 1e-6, "dot_b16: relative error %g", worst);
-
-	/* Closed forms of the documented order, w = 1 throughout. The pair
-	 * order: lane 0 takes x[1] = 1, x[0] = 0, then x[33] = 2^-24 (1 + 2^-24
-	 * ties to 1), then x[32] = -1: 0. Even elements first, or one rounding,
-	 * would give 2^-24. FTZ: 2^-70 * 2^-70 is a subnormal, flushed to 0.
-	 * DAZ: x = 0x0001 (a subnormal bf16) times 2^100 is 0, not 2^-33. */
-	uint16_t one[34], xo[34] = { 0 };
-	for (int i = 0; i < 34; i++)
-		one[i] = 0x3f80;
-	xo[1] = 0x3f80, xo[33] = 0x3380, xo[32] = 0xbf80;
-	float yo = -1, yf = -1, yd = -1;
-	uint16_t w70 = 0x1c80, w100 = 0x7180, xsub = 0x0001;  /* 2^-70, 2^100 */
-	mm(NULL, kern_mm_b16_ref, &yo, 1, WT_BF16, one, 1, 34, 0, 0, 1, NULL, xo, 34, 1);
-	mm(NULL, kern_mm_b16_ref, &yf, 1, WT_BF16, &w70, 1, 1, 0, 0, 1, NULL, &w70, 1, 1);
-	mm(NULL, kern_mm_b16_ref, &yd, 1, WT_BF16, &w100, 1, 1, 0, 0, 1, NULL, &xsub, 1, 1);
-	CHECK(yo == 0 && !signbit(yo), "dot_b16 pair order: %a, want 0", yo);
-	CHECK(yf == 0, "dot_b16 FTZ: %a, want 0", yf);
-	CHECK(yd == 0, "dot_b16 DAZ: %a, want 0", yd);
-
-	int shapes[][3] = { { 13, 37, 1 }, { 9, 32, 5 }, { 21, 100, 7 }, { 4, 64, 4 },
-			    { 5, 18, 6 }, { 7, 50, 13 }, { 6, 896, 3 } };
-	for (int tiny = 0; tiny <= 1; tiny++)
-		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-			int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
-			uint16_t *w = malloc(2 * (size_t)rows * cols);
-			uint16_t *x = malloc(2 * (size_t)T * cols);
-			float *y1 = calloc((size_t)T * rows, sizeof(float));
-			float *y2 = calloc((size_t)T * rows, sizeof(float));
-			/* tiny: products near 2^-126 * 2^-10, half of them below
-			 * FLT_MIN, and some inputs subnormal bf16 */
-			for (int i = 0; i < rows * cols; i++)
-				w[i] = tiny ? f32_to_bf16(frand() * 0x1p-60f) : b16(1);
-			for (int i = 0; i < T * cols; i++)
-				x[i] = tiny ? (i % 5 == 0 ? (uint16_t)(i & 0x807f)
-							  : f32_to_bf16(frand() * 0x1p-66f))
-					    : b16(1);
-			mm(NULL, kern_mm_b16_ref, y1, rows, WT_BF16, w, rows, cols, 0, 1, rows, NULL, x, cols,
-			   T);
-			for (int l = CPU_SCALAR; l <= (int)cpu_detect(); l++) {
-				const struct kernels *k = kernels_for((enum cpu_level)l);
-				memset(y2, 0, sizeof(float) * (size_t)T * rows);
-				mm(k, NULL, y2, rows, WT_BF16, w, rows, cols, 0, 1, rows, NULL, x, cols, T);
-				CHECK(same_bits(y1, y2, T * rows),
-				      "%s%s bf16-activation product %dx%d T=%d%s differs", cpu_level_name(k->level),
-				      l == CPU_AVX512 && kern_has_dpbf16() ? " (vdpbf16ps)" : "",
-				      rows, cols, T, tiny ? ", tiny values" : "");
-			}
-			free(w);
-			free(x);
-			free(y1);
-			free(y2);
-		}
 }
 
 /* Interleaved rows (weights.h): kern_interleave puts element (r, c) where
@@ -355,7 +264,7 @@ static void check_interleaved(void)
 		size_t n = (size_t)rows * cols;
 		float *wf = malloc(sizeof(float) * n), *wfi = malloc(sizeof(float) * n);
 		uint16_t *wb = malloc(2 * n), *wbi = malloc(2 * n), *wh = malloc(2 * n),
-			 *whi = malloc(2 * n), *xb = malloc(2 * (size_t)T * cols);
+			 *whi = malloc(2 * n);
 		float *x = malloc(sizeof(float) * T * cols), *row = malloc(sizeof(float) * cols);
 		float *y1 = calloc((size_t)T * rows, sizeof(float));
 		float *y2 = calloc((size_t)T * rows, sizeof(float));
@@ -365,8 +274,6 @@ static void check_interleaved(void)
 			wb[i] = f32_to_bf16(wf[i]);
 			wh[i] = f32_to_f16(wf[i]);
 		}
-		for (int i = 0; i < T * cols; i++)
-			xb[i] = f32_to_bf16(x[i]);
 		memcpy(wfi, wf, sizeof(float) * n);
 		memcpy(wbi, wb, 2 * n);
 		memcpy(whi, wh, 2 * n);
@@ -389,24 +296,21 @@ static void check_interleaved(void)
 		for (int l = CPU_SCALAR; l <= (int)cpu_level_env(NULL); l++) {
 			const struct kernels *k = kernels_for((enum cpu_level)l);
 			const char *name = cpu_level_name(k->level);
-			/* each product: row-major by the reference, interleaved by
-			 * k; bf16 weights with float inputs, then with bf16 ones */
-			enum wtype types[] = { WT_F32, WT_BF16, WT_F16, WT_BF16 };
-			const char *tn[] = { "f32", "bf16", "f16", "bf16" };
-			const void *rm[] = { wf, wb, wh, wb }, *il[] = { wfi, wbi, whi, wbi };
+			/* each product: row-major by the reference, interleaved by k */
+			enum wtype types[] = { WT_F32, WT_BF16, WT_F16 };
+			const char *tn[] = { "f32", "bf16", "f16" };
+			const void *rm[] = { wf, wb, wh }, *il[] = { wfi, wbi, whi };
 			for (int r0 = 0; r0 < 3; r0 += 2)
-				for (int i = 0; i < 4; i++) {
-					const uint16_t *b = i == 3 ? xb : NULL;
+				for (int i = 0; i < 3; i++) {
 					mm(ref, NULL, y1, rows, types[i], rm[i], rows, cols, 0, r0, rows, x,
-					   b, cols, T);
+					   cols, T);
 					mm(k, NULL, y2, rows, types[i], il[i], rows, cols, 1, r0, rows, x,
-					   b, cols, T);
-					CHECK(same_bits(y1, y2, T * rows), "%s %s%s interleaved %dx%d "
-					      "from row %d differs", name, tn[i],
-					      b ? " (bf16 inputs)" : "", rows, cols, r0);
+					   cols, T);
+					CHECK(same_bits(y1, y2, T * rows), "%s %s interleaved %dx%d "
+					      "from row %d differs", name, tn[i], rows, cols, r0);
 				}
 		}
-		free(wf), free(wfi), free(wb), free(wbi), free(wh), free(whi), free(xb);
+		free(wf), free(wfi), free(wb), free(wbi), free(wh), free(whi);
 		free(x), free(row), free(y1), free(y2);
 	}
 }
@@ -507,7 +411,6 @@ int main(void)
 		check_nonfinite(ref, kernels_for((enum cpu_level)l));
 	}
 	printf("vdpbf16ps: %s\n", kern_has_dpbf16() ? "yes" : "no (the scalar reference)");
-	check_b16();
 	check_interleaved();
 	check_tables();
 	return check_done("kernels");

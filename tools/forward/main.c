@@ -665,6 +665,8 @@ int main(int argc, char **argv)
 	if (fo.b16act && !forward_has_bf16_weights(&m))
 		cli_die_usage("--bf16-activations: %s has no bf16 weights (%s)", path,
 			  mo.f32 ? "--f32 widened them" : "it stores none");
+	if (fo.b16act && model_tile_b16(&m, &e) < 0)
+		cli_die("%s: %s", path, e.msg);
 	struct trace tr = { .n_layers = m.cfg.n_layers };
 	if (trace_path) {
 		cli_outfile_open(&tr.out, trace_path);

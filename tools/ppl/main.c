@@ -208,7 +208,8 @@ static int load(struct model *m, const char *path, const struct level *l)
 	int act8;
 	if (model_load(m, path, &o, &e) < 0 ||
 	    (l->kind == LV_QUANT && model_quantize(m, &l->qs, &e) < 0) ||
-	    (act8 = forward_act8_prepare(m, l->f32act, &e)) < 0)
+	    (act8 = forward_act8_prepare(m, l->f32act, &e)) < 0 ||
+	    (l->b16act && model_tile_b16(m, &e) < 0))
 		cli_die_err(&e);
 	return act8;
 }
