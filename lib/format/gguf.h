@@ -186,10 +186,12 @@ void gguf_q5_block(enum gguf_ttype t, const void *block, uint8_t u[32], uint16_t
 		   uint16_t *m);
 
 /* The K-quants (Q4_K, Q5_K, Q6_K): one super-block at block decoded into k
- * (codes unsigned, lib/kernels/kquant.h), and the matrix type they are
- * repacked into. */
+ * (codes unsigned, lib/kernels/kquant.h). */
 void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k);
-enum wtype gguf_kq_wtype(enum gguf_ttype t);
+
+/* The matrix type a K-quant, Q5_0 or Q5_1 tensor is put into tiles as
+ * (lib/kernels/kquant.h, qtile.h). */
+enum wtype gguf_tile_wtype(enum gguf_ttype t);
 
 /* The first super-block of n values of K-quant type t at src whose scale d
  * (or dmin) is Inf or NaN, or -1 when none is (and for other types). */

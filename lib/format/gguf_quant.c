@@ -124,9 +124,10 @@ static void scale_min(int j, const unsigned char *q, int *sc, int *m)
 	}
 }
 
-enum wtype gguf_kq_wtype(enum gguf_ttype t)
+enum wtype gguf_tile_wtype(enum gguf_ttype t)
 {
-	return t == GGML_Q4_K ? WT_Q4K : t == GGML_Q5_K ? WT_Q5K : WT_Q6K;
+	return t == GGML_Q4_K ? WT_Q4K : t == GGML_Q5_K ? WT_Q5K : t == GGML_Q6_K ? WT_Q6K
+	       : t == GGML_Q5_0 ? WT_Q50 : WT_Q51;
 }
 
 void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k)
@@ -239,7 +240,7 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst)
 		struct kq_block k;
 		for (uint64_t i = 0; i < n / KQ_SB; i++) {
 			gguf_kdecode(t, s + i * gguf_ttype_size(t), &k);
-			kq_block_dequant(gguf_kq_wtype(t), &k, dst + i * KQ_SB);
+			kq_block_dequant(gguf_tile_wtype(t), &k, dst + i * KQ_SB);
 		}
 		return 0;
 	}

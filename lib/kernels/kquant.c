@@ -52,20 +52,9 @@ static void put_codes(unsigned char *rec, enum wtype t, int l, const uint8_t *q)
 	unsigned char *nib = rec + kq_off_nib(t), *pl = rec + kq_off_plane(t);
 	int planes = kq_bits(t) - 4;
 	for (int k = 0; k < 8; k++) {
-		const uint8_t *c = q + 32 * k;
-		for (int j = 0; j < 4; j++)
-			for (int i = 0; i < 4; i++)
-				nib[256 * k + 64 * j + 4 * l + i] =
-					(unsigned char)((c[4 * j + i] & 15) | (c[16 + 4 * j + i] & 15) << 4);
+		qtile_put_nibbles(nib + 256 * k, l, q + 32 * k);
 		for (int p = 0; p < planes; p++)
-			for (int g = 0; g < 8; g++) {
-				uint64_t m;
-				unsigned char *at = pl + KQ_PLANE_BYTES * p + 64 * k + 8 * g;
-				memcpy(&m, at, 8);
-				for (int i = 0; i < 4; i++)
-					m |= (uint64_t)((c[4 * g + i] >> (4 + p)) & 1) << (4 * l + i);
-				memcpy(at, &m, 8);
-			}
+			qtile_put_plane(pl + KQ_PLANE_BYTES * p + 64 * k, l, q + 32 * k, 4 + p);
 	}
 }
 

@@ -223,20 +223,9 @@ void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t 
 	((uint16_t *)t)[i] = d;
 	if (w->type == WT_Q51)
 		((uint16_t *)t)[(size_t)nb * QTILE_ROWS + i] = m;
-	/* the layout of qtile.h: chunk k, byte 4l + j holds columns 4k + j and
-	 * 16 + 4k + j; plane word g, bit 4l + j column 4g + j's fifth bit */
 	uint8_t *codes = t + scale_area(w->type, nb, QT_F16) + (size_t)b * code_bytes(w->type);
-	for (int k = 0; k < 4; k++)
-		for (int j = 0; j < 4; j++)
-			codes[64 * k + 4 * l + j] =
-				(uint8_t)((u[4 * k + j] & 15) | (u[16 + 4 * k + j] & 15) << 4);
-	for (int g = 0; g < 8; g++) {
-		uint64_t word;
-		memcpy(&word, codes + 256 + 8 * g, 8);
-		for (int j = 0; j < 4; j++)
-			word |= (uint64_t)(u[4 * g + j] >> 4 & 1) << (4 * l + j);
-		memcpy(codes + 256 + 8 * g, &word, 8);
-	}
+	qtile_put_nibbles(codes, l, u);
+	qtile_put_plane(codes + 256, l, u, 4);
 }
 
 /* Row l of a Q5 tile's block at codes, scale s (and min mn), into o[32]:

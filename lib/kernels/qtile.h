@@ -58,6 +58,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "core/cpu.h"
 #include "kernels/quant.h"
 #include "kernels/weights.h"
@@ -94,6 +95,31 @@ void qtile_view(const struct wmat *src, enum qtile_scales s, void *dst, struct w
 /* qtile_code and qtile_scale (declared in quant.h, which quant_code and
  * quant_scale reach them through): weight (r, c)'s code, and its scale
  * (the row's for QT_ROW). */
+
+/* Row l's 32 codes c of one block, written into a tile (for qtile's int4
+ * and Q5 blocks and kquant.h's sub-blocks alike): the low nibbles into the
+ * block's 4 chunks of 64 bytes at nib (chunk k, byte 4l + j: columns
+ * 4k + j and 16 + 4k + j), and bit `bit` of each code into the block's
+ * plane of 8 words at plane (word g, bit 4l + j: column 4g + j), which
+ * other rows' bits share (so the plane starts zeroed). */
+static inline void qtile_put_nibbles(uint8_t *nib, int l, const uint8_t c[32])
+{
+	for (int k = 0; k < 4; k++)
+		for (int j = 0; j < 4; j++)
+			nib[64 * k + 4 * l + j] = (uint8_t)((c[4 * k + j] & 15) |
+							    (c[16 + 4 * k + j] & 15) << 4);
+}
+
+static inline void qtile_put_plane(uint8_t *plane, int l, const uint8_t c[32], int bit)
+{
+	for (int g = 0; g < 8; g++) {
+		uint64_t word;
+		memcpy(&word, plane + 8 * g, 8);
+		for (int j = 0; j < 4; j++)
+			word |= (uint64_t)(c[4 * g + j] >> bit & 1) << (4 * l + j);
+		memcpy(plane + 8 * g, &word, 8);
+	}
+}
 
 /* Q5_0 and Q5_1: the bytes of a rows x cols matrix (cols a multiple of
  * 32); block b of row r (its 32 codes u, its halves d and m; m unused for

@@ -1,6 +1,7 @@
 /* quant: see quant.h. The schemes and the scalar reference kernels. */
 #include "kernels/quant.h"
 #include "kernels/btile.h"
+#include "core/bf16.h"
 #include "kernels/quant_isa.h"
 #include "kernels/kquant.h"
 #include "kernels/kernels.h"
@@ -48,17 +49,22 @@ static void q4_pack(const int8_t *codes, int n, uint8_t *q)
 						 ((codes[b + Q4_BLOCK / 2 + j] + 8) << 4));
 }
 
-/* One int4 group: scale = -m / 8 with m the weight of largest magnitude
- * (the first on ties, with its sign), so m's code is exactly -8 and the
- * whole range [-8, 7] is used; codes round half away from zero. Returns the
- * scale. */
+/* One int4 group: scale = -m / 8 rounded to the nearest IEEE half, with m
+ * the weight of largest magnitude (the first on ties, with its sign), so
+ * m's code is -8 and the whole range [-8, 7] is used; codes round half
+ * away from zero. A half scale takes 16 bits in the int8-activation tiles
+ * (qtile.h's QT_F16): 4.5 bits a weight, as GGUF's Q4_0. A scale beyond
+ * the halves' range (|m| over 8 x 65504) stays float32, and its matrix
+ * keeps float32 scales in the tiles. Returns the scale. */
 static float q4_group(const float *w, int n, int8_t *codes)
 {
 	float m = 0;
 	for (int i = 0; i < n; i++)
 		if (fabsf(w[i]) > fabsf(m))
 			m = w[i];
-	float s = -m / 8.0f;
+	float s = -m / 8.0f, h = f16_to_f32(f32_to_f16(s));
+	if (isfinite(h))
+		s = h;
 	for (int i = 0; i < n; i++)
 		codes[i] = s == 0 ? 0 : round_clamp(w[i] / s, -8, 7);
 	return s;

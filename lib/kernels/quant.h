@@ -13,11 +13,14 @@
  *         group_size consecutive weights of a row has one float scale and
  *         codes in the full range [-8, 7]; w ~ scale * q. With m the
  *         group's weight of largest magnitude (the first on ties, with its
- *         sign), scale = -m / 8: m is exactly -8 scales, the extreme
- *         weights are kept exactly, and the step is 7/8 of the max/7
- *         baseline's; q = round(w / scale) (half away from zero) clamped to
- *         [-8, 7] (only a weight of m's magnitude and the other sign
- *         clamps, from 8 to 7). The scale may be negative. group_size is a
+ *         sign), scale = -m / 8 rounded to the nearest IEEE half (so
+ *         that it takes 16 bits in the tiles, lib/kernels/qtile.h: 4.5
+ *         bits a weight, as GGUF's Q4_0; beyond the halves' range it stays
+ *         as it is): m is -8 scales, the extreme weights are kept to the
+ *         half's precision, and the step is 7/8 of the max/7 baseline's;
+ *         q = round(w / scale) (half away from zero) clamped to [-8, 7]
+ *         (only a weight of m's magnitude and the other sign clamps, from
+ *         8 to 7). The scale may be negative. group_size is a
  *         multiple of Q4_BLOCK and divides cols. (q4_quantize_row_rtn is
  *         the golden's `int4g32` baseline: scale = max|group| / 7, codes in
  *         [-7, 7]; ppl reports both.) A search for the scale minimising

@@ -38,11 +38,6 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
 }
 
-static enum wtype q5_wtype(enum gguf_ttype t)
-{
-	return t == GGML_Q5_0 ? WT_Q50 : WT_Q51;
-}
-
 /* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
  * scales follow them). */
 static size_t code_bytes(const struct gguf_tensor *t, enum plan p)
@@ -60,9 +55,9 @@ static size_t owned_bytes(const struct gguf_tensor *t, enum plan p)
 	else if (p == P_Q4 || p == P_Q8)
 		b = code_bytes(t, p) + n / Q4_BLOCK * sizeof(float);
 	else if (p == P_KQ)
-		b = kq_bytes(gguf_kq_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
+		b = kq_bytes(gguf_tile_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
 	else if (p == P_Q5)
-		b = qtile_q5_bytes(q5_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
+		b = qtile_q5_bytes(gguf_tile_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
 	return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
@@ -109,6 +104,16 @@ static void release(const void *p, size_t bytes)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);  /* advice: no error to report */
 }
 
+/* The error for block k of t, whose half `what` (its scale, or Q5_1's
+ * min) is Inf or NaN. */
+static int not_finite(struct loader *L, const struct gguf_tensor *t, const char *what,
+		      uint64_t k)
+{
+	char qn[160];
+	return err_set(L->e, "%s: tensor %s: %s %" PRIu64 " is not finite", L->name,
+		       json_quote(qn, sizeof qn, t->name), what, k);
+}
+
 static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 {
 	const struct gguf_tensor *t = find(L, fmt, layer);
@@ -140,18 +145,15 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 			memcpy(q + codes * k, b + 2, codes);
 			/* as qfile.c refuses a container's: the kernels would
 			 * spread it as NaN */
-			if (!isfinite(s[k])) {
-				char qn[160];
-				return err_set(L->e, "%s: tensor %s: scale %" PRIu64 " is not finite",
-					       L->name, json_quote(qn, sizeof qn, t->name), k);
-			}
+			if (!isfinite(s[k]))
+				return not_finite(L, t, "scale", k);
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
 		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
 	} else if (p == P_Q5) {
 		/* each block's codes and halves put into its tile (qtile.h) */
-		*w = (struct wmat){ .type = q5_wtype(t->type), .rows = rows, .cols = cols,
+		*w = (struct wmat){ .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols,
 				    .data = L->next };
 		memset(L->next, 0, qtile_q5_bytes(w->type, rows, cols));
 		uint64_t bs = gguf_ttype_size(t->type), k = 0;
@@ -161,18 +163,15 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 				uint8_t u[32];
 				uint16_t d, mn;
 				gguf_q5_block(t->type, b, u, &d, &mn);
-				if (!isfinite(f16_to_f32(d)) || !isfinite(f16_to_f32(mn))) {
-					char qn[160];
-					return err_set(L->e, "%s: tensor %s: %s %" PRIu64 " is not finite",
-						       L->name, json_quote(qn, sizeof qn, t->name),
-						       isfinite(f16_to_f32(d)) ? "min" : "scale", k);
-				}
+				if (!isfinite(f16_to_f32(d)) || !isfinite(f16_to_f32(mn)))
+					return not_finite(L, t, isfinite(f16_to_f32(d)) ? "min" : "scale",
+							  k);
 				qtile_q5_put(w, L->next, r, blk, u, d, mn);
 			}
 		L->q5[w->type == WT_Q51]++;
 	} else if (p == P_KQ) {
 		/* each super-block decoded and put into its tile (kquant.h) */
-		*w = (struct wmat){ .type = gguf_kq_wtype(t->type), .rows = rows, .cols = cols,
+		*w = (struct wmat){ .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols,
 				    .data = L->next };
 		memset(L->next, 0, kq_bytes(w->type, rows, cols));
 		int nsb = cols / KQ_SB;

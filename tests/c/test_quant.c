@@ -4,6 +4,7 @@
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/quant_isa.h"
+#include "kernels/qtile.h"
 #include "check.h"
 
 #include <math.h>
@@ -156,6 +157,36 @@ static void test_q4_closed_form(void)
 	CHECK(q4_check_shape(96, 64, &e) < 0 && !strcmp(e.msg, "group size 64 does not divide 96 columns"),
 	      "group 64: %s", e.msg);
 	CHECK(q4_check_shape(128, 64, &e) == 0, "group 64 of 128 refused");
+}
+
+/* int4 scales are IEEE halves (quant.h), so that the tiles hold them in
+ * 16 bits: -m / 8 rounded to the nearest half, whose spacing in [1/8, 1/4)
+ * is 2^-13 (a closed form, not the converter); m's code stays -8. A scale
+ * beyond the halves' range (65504) stays as it is, and only that matrix's
+ * tiles keep float32 scales. */
+static void test_q4_half_scales(void)
+{
+	float w[64] = { 0 };
+	w[3] = -1.2345678f;  /* -m / 8 = 0.15432..., not a half */
+	w[7] = 0.5f;
+	w[32 + 9] = 1.0e6f;  /* -m / 8 = -125000: past the halves */
+	uint8_t packed[32];
+	float sc[2];
+	q4_quantize_row(w, 64, 32, packed, sc);
+	float want = (float)(nearbyint(1.2345678 / 8 * 8192) / 8192);
+	CHECK(sc[0] == want && sc[0] != 1.2345678f / 8.0f, "q4 scale %.9g, want the half %.9g",
+	      sc[0], want);
+	CHECK(sc[1] == -125000.0f, "q4 scale %.9g past the halves, want -125000", sc[1]);
+	struct wmat m = { .type = WT_Q4, .rows = 1, .cols = 64, .data = packed,
+			  .scales = sc, .group_size = 32 };
+	CHECK(q4_code(&m, 0, 3) == -8 && q4_code(&m, 0, 41) == -8,
+	      "q4 codes of m: %d %d, want -8", q4_code(&m, 0, 3), q4_code(&m, 0, 41));
+	struct wmat first = m;
+	first.cols = 32;
+	float sc0 = sc[0];
+	first.scales = &sc0;
+	CHECK(qtile_scales_for(&first) == QT_F16 && qtile_scales_for(&m) == QT_F32,
+	      "tile scales: halves where every scale is one, float32 otherwise");
 }
 
 static void test_q4_beats_rtn(void)
@@ -351,6 +382,7 @@ int main(void)
 	printf("quant: SIMD here: %s\n", cpu_level_name(cpu_level_env(NULL)));
 	test_q8_closed_form();
 	test_q4_closed_form();
+	test_q4_half_scales();
 	test_q4_beats_rtn();
 	test_q8a_closed_form();
 	test_q8a_simd();

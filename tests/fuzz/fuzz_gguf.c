@@ -24,8 +24,7 @@ static void check_tiles(const struct gguf_tensor *t, const float *v)
 	int kq = t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K;
 	int cols = (int)t->ne[0], rows = (int)(t->nelem / (uint64_t)t->ne[0]);
 	int per = kq ? KQ_SB : 32;  /* values a block */
-	struct wmat w = { .type = kq ? gguf_kq_wtype(t->type) : t->type == GGML_Q5_0 ? WT_Q50 : WT_Q51,
-			  .rows = rows, .cols = cols };
+	struct wmat w = { .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols };
 	size_t bytes = kq ? kq_bytes(w.type, rows, cols) : qtile_q5_bytes(w.type, rows, cols);
 	void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
 	float *row = malloc(sizeof(float) * (size_t)cols);
