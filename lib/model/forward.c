@@ -82,31 +82,48 @@ static void quant_part(void *arg, int i, int n)
 		f->k->q8a_quantize(j->x + (size_t)t * j->ldx, j->mm[0].w->cols, &f->xa[t]);
 }
 
+/* b16act: the same, rounded to bf16 (for its bf16 matrices), rows
+ * btile_ldx(cols) apart with the pad element zero. */
+static void round_part(void *arg, int i, int n)
+{
+	struct mm_job *j = arg;
+	struct forward *f = j->f;
+	int cols = j->mm[0].w->cols, ldx = btile_ldx(cols), lo, hi;
+	pool_split(j->T, i, n, 1, &lo, &hi);
+	for (int t = lo; t < hi; t++) {
+		uint16_t *xb = f->xb + (size_t)t * ldx;
+		const float *x = j->x + (size_t)t * j->ldx;
+		for (int c = 0; c < cols; c++)
+			xb[c] = f32_to_bf16(x[c]);
+		if (ldx > cols)
+			xb[cols] = 0;
+	}
+}
+
+/* A part function over the job's tokens: on the pool for a prompt, on the
+ * calling thread for one token. */
+static void by_tokens(struct mm_job *j, pool_fn *part)
+{
+	if (j->T > 1)
+		pool_run(j->f->pool, part, j);
+	else
+		part(j, 0, 1);
+}
+
 /* With act8, quantizes the job's inputs once (for its integer matrices),
  * with b16act rounds them to bf16 (for its bf16 matrices), before the rows
  * are split. */
 static void convert_inputs(struct mm_job *j)
 {
 	struct forward *f = j->f;
-	int cols = j->mm[0].w->cols;
 	j->xa = NULL;
 	j->xb = NULL;
 	if (f->act8 && job_has(j, WT_Q8)) {
-		if (j->T > 1)
-			pool_run(f->pool, quant_part, j);
-		else
-			quant_part(j, 0, 1);
+		by_tokens(j, quant_part);
 		j->xa = f->xa;
 	}
 	if (f->b16act && job_has(j, WT_BF16)) {
-		int ldx = btile_ldx(cols);
-		for (int t = 0; t < j->T; t++) {
-			uint16_t *xb = f->xb + (size_t)t * ldx;
-			for (int i = 0; i < cols; i++)
-				xb[i] = f32_to_bf16(j->x[(size_t)t * j->ldx + i]);
-			if (ldx > cols)
-				xb[cols] = 0;
-		}
+		by_tokens(j, round_part);
 		j->xb = f->xb;
 	}
 }
