@@ -9,11 +9,11 @@
  * therefore lands on the same column of a row in a later block, at least
  * PREFETCH_MIN bytes ahead. Interleaved rows (weights.h) are one stream,
  * which the hardware prefetcher follows faster alone: they are not
- * prefetched. The tiled integer kernels (qtile.h, kquant.h)
- * read each matrix as one sequential stream too, and ask for every line of
- * a block PREFETCH_MIN bytes past it: without, the hardware alone kept too
- * few of their lines in flight on the AMD EPYC VM, more or fewer from one
- * hour to the next.
+ * prefetched. The tiles (qtile.h, btile.h, kquant.h) are one sequential
+ * stream each too: qtile's and btile's kernels leave it to the hardware,
+ * qtile's asking only for each tile's scale area first (prefetch_area);
+ * kquant's records, whose scales sit between the codes, ask for every line
+ * PREFETCH_MIN bytes ahead, which measured faster there.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
  * falls inside rows of the current block that are already on their way,
@@ -48,6 +48,24 @@ static inline size_t prefetch_ahead(size_t block_bytes)
 static inline __attribute__((always_inline)) void prefetch_at(const void *p, size_t ahead)
 {
 	_mm_prefetch((const char *)p + ahead, _MM_HINT_T1);
+}
+
+/* Asks for the `bytes` at p into L1 and the `bytes` at p + next into L2.
+ * A tiled kernel calls it as it starts a tile, with the tile's scale area
+ * (read a little at a time beside the codes, and in the int8 tiles with a
+ * scale per row only at the end) and the next tile's: so the lines reach
+ * the caches in address order, a stream the hardware prefetcher follows
+ * alone. Without it, a demand miss in the area behind the codes already
+ * streaming stopped the hardware prefetcher at each tile on the AMD EPYC
+ * VM, and decode ran at a third of the bandwidth (docs/performance.md).
+ * always_inline for the reason above. */
+static inline __attribute__((always_inline)) void
+prefetch_area(const void *p, size_t bytes, size_t next)
+{
+	for (size_t k = 0; k < bytes; k += 64) {
+		_mm_prefetch((const char *)p + k, _MM_HINT_T0);
+		_mm_prefetch((const char *)p + next + k, _MM_HINT_T1);
+	}
 }
 
 #endif

@@ -84,12 +84,11 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 	const uint8_t *codes = p + g->area;
 	const size_t cb = type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
 	__m256 acc[NT];
+	if (h == 0)  /* the second half reads the same lines */
+		prefetch_area(p, g->area, g->tile);
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
-		if (h == 0)  /* the second half reads the same lines */
-			for (size_t k = 0; k < cb; k += 64)
-				prefetch_at(codes + k, PREFETCH_MIN);
 		__m256 ws = _mm256_setzero_ps();
 		size_t si = (size_t)b * QTILE_ROWS + 8 * (size_t)h;
 		if (s == QT_F32)

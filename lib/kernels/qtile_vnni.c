@@ -34,11 +34,10 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 	const size_t cb = q4 ? 256 : q5 ? 256 + QTILE_PLANE : 512;
 	const int off = q4 ? -8 : type == WT_Q50 ? -16 : type == WT_Q51 ? 0 : -128;
 	__m512 acc[NT];
+	prefetch_area(p, g->area, g->tile);
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
 		acc[t] = _mm512_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
-		for (size_t k = 0; k < cb; k += 64)
-			prefetch_at(codes + k, PREFETCH_MIN);
 		__m512i u[8];
 		if (q4 || q5) {
 			const __m512i lo = _mm512_set1_epi8(15), hi = _mm512_set1_epi8((char)0xf0);
