@@ -50,22 +50,19 @@ static inline __attribute__((always_inline)) void prefetch_at(const void *p, siz
 	_mm_prefetch((const char *)p + ahead, _MM_HINT_T1);
 }
 
-/* Asks for the `bytes` at p into L1 and the `bytes` at p + next into L2.
- * A tiled kernel calls it as it starts a tile, with the tile's scale area
- * (read a little at a time beside the codes, and in the int8 tiles with a
- * scale per row only at the end) and the next tile's: so the lines reach
- * the caches in address order, a stream the hardware prefetcher follows
- * alone. Without it, a demand miss in the area behind the codes already
- * streaming stopped the hardware prefetcher at each tile on the AMD EPYC
- * VM, and decode ran at a third of the bandwidth (docs/performance.md).
- * always_inline for the reason above. */
-static inline __attribute__((always_inline)) void
-prefetch_area(const void *p, size_t bytes, size_t next)
+/* Asks for the `bytes` at p into L1. A tiled kernel calls it as it starts
+ * a tile, with the tile's scale area (read a little at a time beside the
+ * codes, and in the int8 tiles with a scale per row only at the end): so
+ * the area's lines are asked for before the codes behind them, in address
+ * order, a stream the hardware prefetcher follows alone. Without it, the
+ * area's demand misses behind the codes already streaming stopped the
+ * hardware prefetcher at each tile on the AMD EPYC VM, and decode ran at a
+ * third of the bandwidth (docs/performance.md). always_inline for the
+ * reason above. */
+static inline __attribute__((always_inline)) void prefetch_area(const void *p, size_t bytes)
 {
-	for (size_t k = 0; k < bytes; k += 64) {
+	for (size_t k = 0; k < bytes; k += 64)
 		_mm_prefetch((const char *)p + k, _MM_HINT_T0);
-		_mm_prefetch((const char *)p + next + k, _MM_HINT_T1);
-	}
 }
 
 #endif

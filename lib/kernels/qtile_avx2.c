@@ -85,7 +85,7 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 	const size_t cb = type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
 	__m256 acc[NT];
 	if (h == 0)  /* the second half reads the same lines */
-		prefetch_area(p, g->area, g->tile);
+		prefetch_area(p, g->area);
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
