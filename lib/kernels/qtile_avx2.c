@@ -84,8 +84,6 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 	const uint8_t *codes = p + g->area;
 	const size_t cb = type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
 	__m256 acc[NT];
-	if (h == 0)  /* the second half reads the same lines */
-		prefetch_area(p, g->area);
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
@@ -130,6 +128,7 @@ tiles(const struct kern_mm *m, const struct qtile_geom *g, const enum wtype type
 	const struct q8act *a = m->xa;
 	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
 		const uint8_t *p = (const uint8_t *)m->w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
+		prefetch_area(p, g->area);
 		for (int h = 0; h < 2; h++) {
 			int lo = r0 - rb > 8 * h ? r0 - rb : 8 * h;
 			int hi = r1 - rb < 8 * h + 8 ? r1 - rb : 8 * h + 8;

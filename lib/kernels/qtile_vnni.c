@@ -34,7 +34,6 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 	const size_t cb = q4 ? 256 : q5 ? 256 + QTILE_PLANE : 512;
 	const int off = q4 ? -8 : type == WT_Q50 ? -16 : type == WT_Q51 ? 0 : -128;
 	__m512 acc[NT];
-	prefetch_area(p, g->area);
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
 		acc[t] = _mm512_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
@@ -114,6 +113,7 @@ tiles(const struct kern_mm *mm, const struct qtile_geom *g, const enum wtype typ
 	const struct q8act *a = mm->xa;
 	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
 		const uint8_t *p = (const uint8_t *)mm->w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
+		prefetch_area(p, g->area);
 		int lo = r0 > rb ? r0 - rb : 0, hi = r1 - rb < QTILE_ROWS ? r1 - rb : QTILE_ROWS;
 		__mmask16 m = (__mmask16)((0xffffu >> (QTILE_ROWS - hi)) & (0xffffu << lo));
 		int t = 0;
