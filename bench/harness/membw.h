@@ -9,8 +9,9 @@
  *
  * The pass sums the buffer with 256-bit loads (AVX2, when cpu_detect() says
  * so) or 64-bit scalar loads into several accumulators, so it is bound by
- * memory, not by a dependency chain. Every second pass adds the software
- * prefetch of the matmul kernels (prefetch.h): which way streams faster
+ * memory, not by a dependency chain. Every second pass adds the tiled
+ * kernels' request for each page ahead (prefetch_page, prefetch.h), which
+ * the hardware prefetchers cannot see past: which way streams faster
  * differs between machines, and the best pass of either is the limit no
  * kernel should pass. It writes nothing but the buffer's first fill (which
  * also faults every page in before timing).

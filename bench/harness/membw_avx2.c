@@ -1,8 +1,8 @@
 /* membw_avx2: the AVX2 streaming sum of membw.h (called only after
  * cpu_detect() said AVX2). Four independent 256-bit accumulators: two
  * cache lines per iteration, no dependency chain longer than the loads;
- * with `prefetch`, the same software prefetch as the matmul kernels
- * (prefetch.h). */
+ * with `prefetch`, the tiled kernels' request for each page ahead
+ * (prefetch_page, prefetch.h). */
 #include "harness/membw.h"
 #include "kernels/prefetch.h"
 
@@ -13,10 +13,8 @@ unsigned long long membw_sum_avx2(const void *p, size_t n, int prefetch)
 	const unsigned char *b = p;
 	__m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
 	for (size_t i = 0; i + 128 <= n; i += 128) {
-		if (prefetch) {
-			prefetch_at(b + i, PREFETCH_MIN);
-			prefetch_at(b + i + 64, PREFETCH_MIN);
-		}
+		if (prefetch)
+			prefetch_page(b + i, 128);
 		s0 = _mm256_add_epi64(s0, _mm256_load_si256((const __m256i *)(b + i)));
 		s1 = _mm256_add_epi64(s1, _mm256_load_si256((const __m256i *)(b + i + 32)));
 		s2 = _mm256_add_epi64(s2, _mm256_load_si256((const __m256i *)(b + i + 64)));

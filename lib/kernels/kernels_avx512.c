@@ -325,6 +325,7 @@ B16 AI void b16_tile(const unsigned char *w, int np, const uint16_t *x, int ldx,
 	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
 		acc[v][j] = _mm512_setzero_ps();
 	for (int p = 0; p < np; p++, w += 4 * 64) {
+		prefetch_page(w, 4 * 64);
 		__m512i wv[4];
 		_Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)
 			wv[v] = _mm512_load_si512(w + 64 * v);

@@ -41,6 +41,7 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 		const unsigned char *rec = kq_rec(w, tile, s);
 		for (size_t k = 0; k < rb; k += 64)
 			prefetch_at(rec + k, PREFETCH_MIN);
+		prefetch_page(rec, rb);
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
 		const unsigned char *pl = rec + kq_off_plane(type);
 		__m512 d = _mm512_loadu_ps((const float *)(rec + KQ_OFF_D));
