@@ -21,7 +21,9 @@
  * With --llama-bench PATH --gguf FILE..., an external llama.cpp llama-bench
  * runs inside the same repetitions (bench/harness/llama.h): in each
  * repetition our contenders, then llama-bench once on every GGUF file
- * (one repetition of its own). The n-th --gguf file is the n-th MODEL's
+ * (one repetition of its own, after its own warm-up); each of ours starts
+ * with one untimed token, which reads its weights back in after that
+ * pause. The n-th --gguf file is the n-th MODEL's
  * counterpart (--synthetic's three models first); each of our contenders
  * is paired with its model's file, repetition by repetition: the ratio of
  * tokens/s in each, and in how many ours was faster.
@@ -823,8 +825,13 @@ int main(int argc, char **argv)
 		}
 		for (int r = 0; r < o.reps; r++) {
 			progress("%d threads, repetition %d of %d", o.threads[t], r + 1, o.reps);
+			/* One untimed token first: it reads every weight once, so
+			 * what the host paged out during llama-bench's run is back
+			 * (the first contender after it prefilled at half speed
+			 * without; llama-bench warms up each run too). */
 			for (int i = 0; i < nc; i++)
-				if (bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens,
+				if ((o.llama && bench_run(&cs[i].f, cs[i].s, 1, 1, &warm, &e) < 0) ||
+				    bench_run(&cs[i].f, cs[i].s, o.prompt, o.tokens,
 					      &cs[i].reps[t * o.reps + r], &e) < 0)
 					cli_die("%s: %s", cs[i].b.path, e.msg);
 			if (o.llama && llama_bench_run(o.llama, o.gguf, o.n_gguf, o.prompt,
