@@ -89,6 +89,9 @@ static void gemm_gflops(double out[4])
 	float *x = calloc((size_t)M * K, 4), *w = calloc((size_t)N * K, 4),
 	      *y = calloc((size_t)M * N, 4);
 	uint16_t *wb = calloc((size_t)N * K, 2), *xb = calloc((size_t)M * K, 2);
+	void *tiles = aligned_alloc(64, btile_bytes(N, K));
+	if (!x || !w || !y || !wb || !xb || !tiles)
+		fail("out of memory for the %s product", "64 x 896 by 896 x 512");
 	for (int i = 0; i < M * K; i++) {
 		x[i] = (float)(i % 7) * 0.1f;
 		xb[i] = f32_to_bf16(x[i]);
@@ -100,7 +103,6 @@ static void gemm_gflops(double out[4])
 	const struct kernels *k = kernels_for(cpu_level_env(NULL));
 	const struct wmat wf = { .type = WT_F32, .rows = N, .cols = K, .data = w };
 	const struct wmat wbf = { .type = WT_BF16, .rows = N, .cols = K, .data = wb };
-	void *tiles = aligned_alloc(64, btile_bytes(N, K));
 	struct wmat wbt;
 	btile_pack_rows(&wbf, tiles, 0, N);
 	btile_view(&wbf, tiles, &wbt);
