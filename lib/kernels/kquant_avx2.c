@@ -42,14 +42,14 @@ static inline __m256i dot4(__m256i codes, const int8_t *aq)
  * T <= KQ_T inputs; mask: the lanes to store. */
 static inline __attribute__((always_inline)) void
 half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int ldy,
-	  const struct q8act *a, int T, const int q6, const int planes)
+	  const struct q8act *a, const int T, const int q6, const int planes)
 {
 	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
 	int nsb = w->cols / KQ_SB, o = 32 * half, l0 = 8 * half;
 	size_t rb = kq_rec_bytes(type);
 	const __m256i lo4 = _mm256_set1_epi8(15);
 	__m256 acc[KQ_T];
-	for (int t = 0; t < KQ_T; t++)
+	_Pragma("GCC unroll 4") for (int t = 0; t < T; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int s = 0; s < nsb; s++) {
 		const unsigned char *rec = kq_rec(w, tile, s);
@@ -65,14 +65,14 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 		for (int kk = 0; kk < 8; kk++) {
 			int k = 8 * s + kk;
 			__m256i v[8];
-			for (int j = 0; j < 4; j++) {
+			_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
 				__m256i x = _mm256_loadu_si256((const __m256i *)(nib + 256 * kk + 64 * j + o));
 				v[j] = _mm256_and_si256(x, lo4);
 				v[j + 4] = _mm256_and_si256(_mm256_srli_epi16(x, 4), lo4);
 			}
-			for (int p = 0; p < planes; p++) {
+			_Pragma("GCC unroll 2") for (int p = 0; p < planes; p++) {
 				const __m256i add = _mm256_set1_epi8((char)(16 << p));
-				for (int g = 0; g < 8; g++) {
+				_Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {
 					uint64_t m;
 					memcpy(&m, pl + KQ_PLANE_BYTES * p + 64 * kk + 8 * g, 8);
 					__m256i b = bytes_of((uint32_t)(m >> o));
@@ -89,12 +89,12 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 				dm = _mm256_mul_ps(dmin, widen_u8(rec + KQ_OFF_M + 16 * kk + l0));
 				ds1 = dm;
 			}
-			for (int t = 0; t < T; t++) {
+			_Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
 				const int8_t *aq = a[t].q + 32 * k;
 				const int32_t *h = a[t].hsums + 2 * k;
 				__m256 as = _mm256_set1_ps(a[t].scales[k]);
 				__m256i i0 = dot4(v[0], aq), i1 = dot4(v[4], aq + 16);
-				for (int g = 1; g < 4; g++) {
+				_Pragma("GCC unroll 3") for (int g = 1; g < 4; g++) {
 					i0 = _mm256_add_epi32(i0, dot4(v[g], aq + 4 * g));
 					i1 = _mm256_add_epi32(i1, dot4(v[g + 4], aq + 16 + 4 * g));
 				}
@@ -112,12 +112,14 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 			}
 		}
 	}
-	for (int t = 0; t < T; t++)
+	_Pragma("GCC unroll 4") for (int t = 0; t < T; t++)
 		_mm256_maskstore_ps(y + (size_t)t * (size_t)ldy + (size_t)tile * KQ_TILE + l0, mask,
 				    acc[t]);
 }
 
-/* Every half tile that holds a row of [r0, r1), KQ_T inputs at a time. */
+/* Every half tile that holds a row of [r0, r1), KQ_T inputs at a time, then
+ * two, one (each count a constant, so that the accumulators stay in
+ * registers). */
 static inline __attribute__((always_inline)) void
 tiles(const struct kern_mm *m, const int q6, const int planes)
 {
@@ -131,9 +133,18 @@ tiles(const struct kern_mm *m, const int q6, const int planes)
 			for (int i = 0; i < 8; i++)
 				mk[i] = lo + i >= r0 && lo + i < r1 ? -1 : 0;
 			__m256i mask = _mm256_loadu_si256((const __m256i *)mk);
-			for (int t = 0; t < T; t += KQ_T)
-				half_pass(m->w, tile, half, mask, m->y + (size_t)t * (size_t)m->ldy, m->ldy,
-					  m->xa + t, T - t < KQ_T ? T - t : KQ_T, q6, planes);
+			float *y = m->y;
+			const struct q8act *a = m->xa;
+			int t = 0, ldy = m->ldy;
+			for (; t + KQ_T <= T; t += KQ_T)
+				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, KQ_T, q6,
+					  planes);
+			if (t + 2 <= T) {
+				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, 2, q6, planes);
+				t += 2;
+			}
+			if (t < T)
+				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, 1, q6, planes);
 		}
 }
 

@@ -28,14 +28,14 @@ static inline __m512 widen_i8(const unsigned char *p)
  * inputs. q6: Q6_K; planes: bits - 4. */
 static inline __attribute__((always_inline)) void
 tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
-	  const struct q8act *a, int T, const int q6, const int planes)
+	  const struct q8act *a, const int T, const int q6, const int planes)
 {
 	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
 	int nsb = w->cols / KQ_SB;
 	size_t rb = kq_rec_bytes(type);
 	const __m512i lo4 = _mm512_set1_epi8(15);
 	__m512 acc[KQ_T];
-	for (int t = 0; t < KQ_T; t++)
+	_Pragma("GCC unroll 4") for (int t = 0; t < T; t++)
 		acc[t] = _mm512_setzero_ps();
 	for (int s = 0; s < nsb; s++) {
 		const unsigned char *rec = kq_rec(w, tile, s);
@@ -49,14 +49,14 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 		for (int kk = 0; kk < 8; kk++) {
 			int k = 8 * s + kk;
 			__m512i v[8];
-			for (int j = 0; j < 4; j++) {
+			_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
 				__m512i x = _mm512_loadu_si512(nib + 256 * kk + 64 * j);
 				v[j] = _mm512_and_si512(x, lo4);
 				v[j + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), lo4);
 			}
-			for (int p = 0; p < planes; p++) {
+			_Pragma("GCC unroll 2") for (int p = 0; p < planes; p++) {
 				const __m512i add = _mm512_set1_epi8((char)(16 << p));
-				for (int g = 0; g < 8; g++) {
+				_Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {
 					uint64_t m;
 					memcpy(&m, pl + KQ_PLANE_BYTES * p + 64 * kk + 8 * g, 8);
 					v[g] = _mm512_mask_add_epi8(v[g], (__mmask64)m, v[g], add);
@@ -72,14 +72,14 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 				dm = _mm512_mul_ps(dmin, widen_u8(rec + KQ_OFF_M + 16 * kk));
 				ds1 = dm;
 			}
-			for (int t = 0; t < T; t++) {
+			_Pragma("GCC unroll 4") for (int t = 0; t < T; t++) {
 				const int8_t *aq = a[t].q + 32 * k;
 				const int32_t *h = a[t].hsums + 2 * k;
 				__m512 as = _mm512_set1_ps(a[t].scales[k]);
 				__m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
-				for (int g = 0; g < 4; g++)
+				_Pragma("GCC unroll 4") for (int g = 0; g < 4; g++)
 					i0 = _mm512_dpbusd_epi32(i0, v[g], _mm512_set1_epi32(kq_group4(aq + 4 * g)));
-				for (int g = 4; g < 8; g++)
+				_Pragma("GCC unroll 4") for (int g = 4; g < 8; g++)
 					i1 = _mm512_dpbusd_epi32(i1, v[g], _mm512_set1_epi32(kq_group4(aq + 4 * g)));
 				if (q6) {
 					i0 = _mm512_sub_epi32(i0, _mm512_set1_epi32(32 * h[0]));
@@ -95,11 +95,12 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 			}
 		}
 	}
-	for (int t = 0; t < T; t++)
+	_Pragma("GCC unroll 4") for (int t = 0; t < T; t++)
 		_mm512_mask_storeu_ps(y + (size_t)t * (size_t)ldy + (size_t)tile * KQ_TILE, rows, acc[t]);
 }
 
-/* Every tile that holds a row of [r0, r1), KQ_T inputs at a time. */
+/* Every tile that holds a row of [r0, r1), KQ_T inputs at a time, then two,
+ * one (each count a constant, so that the accumulators stay in registers). */
 static inline __attribute__((always_inline)) void
 tiles(const struct kern_mm *m, const int q6, const int planes)
 {
@@ -108,9 +109,17 @@ tiles(const struct kern_mm *m, const int q6, const int planes)
 		int lo = tile * KQ_TILE, from = r0 > lo ? r0 - lo : 0;
 		int to = r1 < lo + KQ_TILE ? r1 - lo : KQ_TILE;
 		__mmask16 rows = (__mmask16)(((1u << to) - 1) & ~((1u << from) - 1));
-		for (int t = 0; t < T; t += KQ_T)
-			tile_pass(m->w, tile, rows, m->y + (size_t)t * (size_t)m->ldy, m->ldy, m->xa + t,
-				  T - t < KQ_T ? T - t : KQ_T, q6, planes);
+		float *y = m->y;
+		const struct q8act *a = m->xa;
+		int t = 0;
+		for (; t + KQ_T <= T; t += KQ_T)
+			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, KQ_T, q6, planes);
+		if (t + 2 <= T) {
+			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, 2, q6, planes);
+			t += 2;
+		}
+		if (t < T)
+			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, 1, q6, planes);
 	}
 }
 
