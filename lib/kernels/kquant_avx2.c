@@ -54,8 +54,7 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 	for (int s = 0; s < nsb; s++) {
 		const unsigned char *rec = kq_rec(w, tile, s);
 		if (half == 0) {  /* the second half reads the same lines */
-			for (size_t k = 0; k < rb; k += 64)
-				prefetch_at(rec + k, PREFETCH_MIN);
+			prefetch_lines(rec, rb);
 			prefetch_page(rec, rb);
 		}
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);

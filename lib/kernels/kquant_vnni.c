@@ -39,8 +39,7 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 		acc[t] = _mm512_setzero_ps();
 	for (int s = 0; s < nsb; s++) {
 		const unsigned char *rec = kq_rec(w, tile, s);
-		for (size_t k = 0; k < rb; k += 64)
-			prefetch_at(rec + k, PREFETCH_MIN);
+		prefetch_lines(rec, rb);
 		prefetch_page(rec, rb);
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
 		const unsigned char *pl = rec + kq_off_plane(type);

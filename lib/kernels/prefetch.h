@@ -13,10 +13,10 @@
  * stream each too: qtile's and btile's kernels leave it to the hardware,
  * asking only for each new page's first line ahead (prefetch_page) and,
  * in qtile's, for each tile's scale area first (prefetch_area); kquant's
- * records, whose scales sit between the codes, ask for every line
- * PREFETCH_MIN bytes ahead as well as for each new page, which measured
- * faster there (their kernels do more work a byte, so the loads alone
- * keep fewer lines in flight).
+ * records, whose scales sit between the codes, and qtile's Q5 tiles, whose
+ * bit planes are read into mask registers, ask for every line
+ * PREFETCH_LINE_AHEAD bytes ahead as well as for each new page
+ * (prefetch_lines), which measured faster there.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
  * falls inside rows of the current block that are already on their way,
@@ -67,6 +67,23 @@ static inline __attribute__((always_inline)) void prefetch_area(const void *p, s
 {
 	for (size_t k = 0; k < bytes; k += 64)
 		_mm_prefetch((const char *)p + k, _MM_HINT_T0);
+}
+
+/* How far ahead prefetch_lines asks (measured, docs/performance.md). */
+#define PREFETCH_LINE_AHEAD 4096
+
+/* Asks for each line of the `bytes` at p PREFETCH_LINE_AHEAD bytes ahead,
+ * into L2 (prefetch_at): for a tiled kernel whose step through its stream
+ * the hardware prefetchers follow badly alone, called once a step beside
+ * prefetch_page. The K-quant records (scales between the codes, and bit
+ * planes read beside the nibbles) and the Q5 tiles (a plane after each
+ * block's codes, read into mask registers) are such steps; the int4 and
+ * int8 tiles are not, and streamed slower with it. always_inline for the
+ * reason above. */
+static inline __attribute__((always_inline)) void prefetch_lines(const void *p, size_t bytes)
+{
+	for (size_t k = 0; k < bytes; k += 64)
+		_mm_prefetch((const char *)p + k + PREFETCH_LINE_AHEAD, _MM_HINT_T1);
 }
 
 /* The page the hardware prefetchers cannot see past, and how far ahead
