@@ -4,7 +4,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "core/cpu.h"
+#include "core/mapfile.h"
 #include "core/pool.h"
 #include "core/timing.h"
 
@@ -49,12 +51,13 @@ int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct e
 		return err_set(e, "membw: buffer of %zu bytes is too large", bytes);
 	double *gbs = malloc(sizeof *gbs * (size_t)reps);
 	struct job *j = calloc(1, sizeof *j);
-	unsigned char *buf = aligned_alloc(PAGE, pages * PAGE);
+	unsigned char *buf = anon_alloc(pages * PAGE);  /* as the weights are held */
 	struct pool *p = gbs && j && buf ? pool_new(threads, e) : NULL;
 	if (!p) {
 		free(gbs);
 		free(j);
-		free(buf);
+		if (buf)
+			munmap(buf, pages * PAGE);
 		return gbs && j && buf ? -1 : err_set(e, "membw: out of memory for %zu bytes",
 						       pages * PAGE);
 	}
@@ -73,7 +76,7 @@ int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct e
 	*r = (struct membw){ .threads = threads, .bytes = pages * PAGE, .reps = reps,
 			     .gbs = s };
 	pool_free(p);
-	free(buf);
+	munmap(buf, pages * PAGE);
 	free(j);
 	free(gbs);
 	return 0;

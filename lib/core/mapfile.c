@@ -63,3 +63,12 @@ void mapfile_close(struct mapfile *m)
 	m->data = NULL;
 	m->size = 0;
 }
+
+void *anon_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, bytes, MADV_HUGEPAGE);  /* advice only: no error to report */
+	return p;
+}

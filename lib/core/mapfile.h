@@ -1,4 +1,5 @@
-/* mapfile: a whole file mapped read-only.
+/* mapfile: a whole file mapped read-only, and anonymous memory for the
+ * weights.
  *
  * Opening the real 988 MB model is an mmap, not a read: pages come in only
  * when something touches them. An empty file maps to data == NULL, size 0.
@@ -27,5 +28,16 @@ int file_open_regular(const char *path, off_t *size, struct err *e);
 int mapfile_open(struct mapfile *m, const char *path, struct err *e);
 
 void mapfile_close(struct mapfile *m);
+
+/* bytes of fresh anonymous memory (zero until written), or NULL with errno
+ * set; released with munmap(p, bytes). Asks for huge pages (MADV_HUGEPAGE;
+ * the kernel may decline): decode streams the weights once a token, and
+ * with 4 KiB pages each page costs a TLB miss (in a VM, a walk of two page
+ * tables). Every copy, conversion and tiling of the weights is made in it,
+ * and so is bench's bandwidth probe, so that the limit it reports is read
+ * as the weights are. Opening can take longer when the kernel has to
+ * compact memory for the huge pages. The measurements: docs/performance.md
+ * ("Huge pages for the copy", "Huge pages for every layout"). */
+void *anon_alloc(size_t bytes);
 
 #endif

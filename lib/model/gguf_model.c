@@ -2,6 +2,7 @@
 #include "model/gguf_model.h"
 #include "core/jsonutil.h"
 #include "core/bf16.h"
+#include "core/mapfile.h"
 #include "format/gguf_arch.h"
 #include "kernels/quant.h"
 #include "kernels/qtile.h"
@@ -293,7 +294,8 @@ static int fill(struct loader *L)
 	if (check_types(L, &owned, &nvec) < 0)
 		return -1;
 	m->vecs = malloc(sizeof(float) * (nvec ? nvec : 1));
-	m->owned = owned ? aligned_alloc(ALIGN, owned) : NULL;
+	m->owned = owned ? anon_alloc(owned) : NULL;
+	m->owned_size = owned;
 	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
 	if (!m->vecs || (owned && !m->owned) || !m->w.layers)
 		return err_set(L->e, "%s: out of memory", L->name);

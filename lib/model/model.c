@@ -58,12 +58,7 @@ static int aligned(const struct st_file *f)
 /* The file `name` (size bytes) read into fresh anonymous memory at offset
  * pad, which the caller picks so that the data it cares about lands 64-byte
  * aligned. read(), not a copy from the mapping: one fault per 4 KiB page of
- * the mapping costs seconds. Asks for huge pages (MADV_HUGEPAGE; the
- * kernel may decline): fewer TLB misses on a stream of the whole weights,
- * which decode reads once per token (in a VM a miss walks two page
- * tables). Opening can then take longer when the kernel has to compact
- * memory for them. The measurements: docs/performance.md ("Huge pages for
- * the copy"). */
+ * the mapping costs seconds. */
 unsigned char *model_anon_read(struct model *m, const char *name, size_t size,
 			       size_t pad, struct err *e)
 {
@@ -76,14 +71,12 @@ unsigned char *model_anon_read_ranges(struct model *m, const char *name, size_t 
 				      struct err *e)
 {
 	size_t bytes = pad + size;
-	unsigned char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
+	unsigned char *p = anon_alloc(bytes);
+	if (!p) {
 		err_set(e, "%s: cannot allocate %zu bytes for the weights: %s",
 			name, bytes, strerror(errno));
 		return NULL;
 	}
-	madvise(p, bytes, MADV_HUGEPAGE);  /* advice only: no error to report */
 	m->copy = p;
 	m->copy_size = bytes;
 	m->copied = 1;
@@ -236,7 +229,7 @@ static int fill(struct model *m, const char *name, int f32, struct err *e)
 	m->w.layers = calloc((size_t)c->n_layers, sizeof *m->w.layers);
 	if (f32) {
 		m->wide_bytes = sizeof(float) * nmat;
-		m->wide = malloc(m->wide_bytes);
+		m->wide = anon_alloc(m->wide_bytes);
 	}
 	if (!m->vecs || !m->w.layers || (f32 && !m->wide))
 		return err_set(e, "%s: out of memory", name);
@@ -348,12 +341,10 @@ static int tile_matrices(struct model *m, enum tiling k, void **area, size_t *si
 			total += tiled_bytes(k, ws[i]);
 	if (total == 0)
 		return 0;
-	unsigned char *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	unsigned char *p = anon_alloc(total);
+	if (!p)
 		return err_set(e, "cannot allocate %zu bytes for the %s-activation layout: %s",
 			       total, k == TILE_INT ? "int8" : "bf16", strerror(errno));
-	madvise(p, total, MADV_HUGEPAGE);  /* advice only */
 	*area = p;
 	*size = total;
 	for (int i = 0; i < n; i++) {
@@ -476,7 +467,8 @@ void model_free(struct model *m)
 		gguf_close(m->gg);
 		free(m->gg);
 	}
-	free(m->owned);
+	if (m->owned)
+		munmap(m->owned, m->owned_size);
 	free(m->quant);
 	if (m->copy)
 		munmap(m->copy, m->copy_size);
@@ -485,7 +477,8 @@ void model_free(struct model *m)
 	if (m->btiles)
 		munmap(m->btiles, m->btiles_size);
 	free(m->vecs);
-	free(m->wide);
+	if (m->wide)
+		munmap(m->wide, m->wide_bytes);
 	free(m->w.layers);
 	memset(m, 0, sizeof *m);
 }

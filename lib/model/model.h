@@ -78,6 +78,7 @@ struct model {
 	struct qfile *qf;        /* or the validated container (lib/format/qfile.h) */
 	struct gguf_file *gg;    /* or the validated GGUF file (lib/model/gguf_model.h) */
 	void *owned;             /* matrices converted at load (GGUF), or NULL */
+	size_t owned_size;
 	void *quant;             /* matrices quantized in memory (model_quantize) */
 	void *copy;              /* anonymous copy of the file, or NULL */
 	size_t copy_size;
