@@ -112,6 +112,15 @@ size_t q4_nscales(int rows, int cols, int group)
 	return (size_t)rows * (size_t)(cols / group);
 }
 
+size_t wmat_data_bytes(const struct wmat *w)
+{
+	if (!w->tiled && w->type == WT_Q8)
+		return q8_data_bytes(w->rows, w->cols);
+	if (!w->tiled && w->type == WT_Q4)
+		return q4_data_bytes(w->rows, w->cols);
+	return wmat_bytes(w);
+}
+
 size_t wmat_bytes(const struct wmat *w)
 {
 	size_t n = (size_t)w->rows * (size_t)w->cols;

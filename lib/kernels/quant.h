@@ -114,6 +114,10 @@ size_t q4_nscales(int rows, int cols, int group);
  * pass over it reads. */
 size_t wmat_bytes(const struct wmat *w);
 
+/* The part of that at w->data: an untiled int8 or int4 matrix's codes (its
+ * scales are the rest), else all of it. */
+size_t wmat_data_bytes(const struct wmat *w);
+
 /* The code of weight (r, c) of a WT_Q4 matrix, in [-8, 7]. */
 static inline int q4_code(const struct wmat *w, int r, int c)
 {

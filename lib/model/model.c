@@ -320,10 +320,30 @@ static int tiling_takes(enum tiling k, const struct wmat *w)
 	return !w->tiled && (k == TILE_INT ? wmat_qtileable(w) : w->type == WT_BF16);
 }
 
-static size_t tiled_bytes(enum tiling k, const struct wmat *w)
+/* How k holds w (s: the scales, for TILE_INT): its bytes, rows r0 .. r1
+ * packed into the area at p, and the view of the packed matrix. */
+static size_t tiled_bytes(enum tiling k, const struct wmat *w, enum qtile_scales s)
 {
-	return k == TILE_INT ? qtile_bytes(w->type, w->rows, w->cols, qtile_scales_for(w))
+	return k == TILE_INT ? qtile_bytes(w->type, w->rows, w->cols, s)
 			     : btile_bytes(w->rows, w->cols);
+}
+
+static void tiled_pack_rows(enum tiling k, const struct wmat *w, enum qtile_scales s, void *p,
+			    int r0, int r1)
+{
+	if (k == TILE_INT)
+		qtile_pack_rows(w, s, p, r0, r1);
+	else
+		btile_pack_rows(w, p, r0, r1);
+}
+
+static void tiled_view(enum tiling k, const struct wmat *w, enum qtile_scales s, void *p,
+		       struct wmat *t)
+{
+	if (k == TILE_INT)
+		qtile_view(w, s, p, t);
+	else
+		btile_view(w, p, t);
 }
 
 /* Repacks the matrices k takes into anonymous memory (*area, *size), in
@@ -334,11 +354,17 @@ static int tile_matrices(struct model *m, enum tiling k, void **area, size_t *si
 {
 	struct wmat *ws[MODEL_MATRICES(m->cfg.n_layers)];
 	const char *names[MODEL_MATRICES(m->cfg.n_layers)];
+	enum qtile_scales sc[MODEL_MATRICES(m->cfg.n_layers)];
 	int n = model_matrices(m, ws, names);
 	size_t total = 0;
-	for (int i = 0; i < n; i++)
-		if (tiling_takes(k, ws[i]))
-			total += tiled_bytes(k, ws[i]);
+	for (int i = 0; i < n; i++) {
+		sc[i] = QT_ROW;
+		if (!tiling_takes(k, ws[i]))
+			continue;
+		if (k == TILE_INT)
+			sc[i] = qtile_scales_for(ws[i]);  /* a scan of its scales: once */
+		total += tiled_bytes(k, ws[i], sc[i]);
+	}
 	if (total == 0)
 		return 0;
 	unsigned char *p = anon_alloc(total);
@@ -351,26 +377,16 @@ static int tile_matrices(struct model *m, enum tiling k, void **area, size_t *si
 		struct wmat *w = ws[i];
 		if (!tiling_takes(k, w))
 			continue;
-		enum qtile_scales s = k == TILE_INT ? qtile_scales_for(w) : QT_ROW;
-		size_t codes = k == TILE_BF16 ? wmat_bytes(w)
-			       : w->type == WT_Q4 ? q4_data_bytes(w->rows, w->cols)
-						  : q8_data_bytes(w->rows, w->cols);
-		size_t scales = wmat_bytes(w) - codes;
+		size_t codes = wmat_data_bytes(w), scales = wmat_bytes(w) - codes;
 		for (int r = 0; r < w->rows; r += TILE_PART) {
 			int r1 = w->rows - r < TILE_PART ? w->rows : r + TILE_PART;
-			if (k == TILE_INT)
-				qtile_pack_rows(w, s, p, r, r1);
-			else
-				btile_pack_rows(w, p, r, r1);
+			tiled_pack_rows(k, w, sc[i], p, r, r1);
 			release(w->data, codes / (size_t)w->rows * (size_t)r1);
 			if (scales)
 				release(w->scales, scales / (size_t)w->rows * (size_t)r1);
 		}
 		struct wmat t;
-		if (k == TILE_INT)
-			qtile_view(w, s, p, &t);
-		else
-			btile_view(w, p, &t);
+		tiled_view(k, w, sc[i], p, &t);
 		m->weight_bytes += wmat_bytes(&t) - wmat_bytes(w);
 		*w = t;
 		p += wmat_bytes(&t);

@@ -43,9 +43,7 @@ int model_quantize(struct model *m, const struct qscheme *s, struct err *e)
 			continue;
 		struct wmat q = { .type = s->type, .rows = w->rows, .cols = w->cols,
 				  .group_size = group };
-		size_t db = s->type == WT_Q8 ? q8_data_bytes(w->rows, w->cols)
-					     : q4_data_bytes(w->rows, w->cols);
-		float *scales = (float *)(void *)(buf + (db + 63) / 64 * 64);
+		float *scales = (float *)(void *)(buf + (wmat_data_bytes(&q) + 63) / 64 * 64);
 		quant_matrix(w, s->type, group, s->rtn, buf, scales);
 		q.data = buf;
 		q.scales = scales;
