@@ -96,9 +96,9 @@ config_dir() {
 		bad 1 "st-inspect: $C: truncated: the header says $size bytes, the file has $at" "st-inspect '$C'"
 	done
 	cp "$Q" "$C"
-	printf '\x02' | dd of="$C" bs=1 seek=8 conv=notrunc 2>/dev/null
-	bad 1 "forward: $C: version 2 is not supported (this build reads version 1)" "echo 1 | forward '$C' --score"
-	bad 1 "st-inspect: $C: version 2 is not supported (this build reads version 1)" "st-inspect '$C'"
+	printf '\x03' | dd of="$C" bs=1 seek=8 conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: version 3 is not supported (this build reads version 2)" "echo 1 | forward '$C' --score"
+	bad 1 "st-inspect: $C: version 3 is not supported (this build reads version 2)" "st-inspect '$C'"
 }
 
 @test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name, as a Q5_0 or Q5_1 one with such a scale or min" {

@@ -45,10 +45,11 @@ peek64() {
 	run -0 jq -s -r 'length' "$BATS_TEST_TMPDIR/r.jsonl"
 	assert_output 27
 	# int4 of a [704, 256] matrix: 704*256/2 bytes of codes + 704*8 scales
+	# of 2 bytes (halves): 4.5 bits a weight
 	run -0 jq -r 'select(.name == "model.layers.0.mlp.up_proj.weight") |
 		"\(.type) \(.shape) \(.bytes_before) \(.bytes_after) \(.rel_error < 0.2)"' \
 		"$BATS_TEST_TMPDIR/r.jsonl"
-	assert_output "int4 [704,256] 360448 112640 true"
+	assert_output "int4 [704,256] 360448 101376 true"
 }
 
 @test "bad flags are usage errors that name the flag" {
@@ -100,15 +101,61 @@ peek64() {
 
 @test "a container with a bad magic or another version is refused" {
 	cp "$Q8" "$BATS_TEST_TMPDIR/v.q8"
-	poke "$BATS_TEST_TMPDIR/v.q8" '\x02' 8
+	poke "$BATS_TEST_TMPDIR/v.q8" '\x03' 8
 	run -1 st-inspect "$BATS_TEST_TMPDIR/v.q8"
-	assert_output "st-inspect: $BATS_TEST_TMPDIR/v.q8: version 2 is not supported (this build reads version 1)"
+	assert_output "st-inspect: $BATS_TEST_TMPDIR/v.q8: version 3 is not supported (this build reads version 2)"
 	run -1 st-inspect --tensor lm_head.weight "$BATS_TEST_TMPDIR/v.q8"
 	cp "$Q8" "$BATS_TEST_TMPDIR/m.q8"
 	poke "$BATS_TEST_TMPDIR/m.q8" 'X' 7
 	# not a container any more: read as safetensors, which refuses it too
 	run -1 st-inspect "$BATS_TEST_TMPDIR/m.q8"
 	assert_output "st-inspect: $BATS_TEST_TMPDIR/m.q8: not a safetensors file (no JSON header after the 8-byte length)"
+}
+
+@test "a container of version 1 (float32 int4 scales) is refused with the command that remakes it" {
+	Q4=$BATS_TEST_TMPDIR/old.q4
+	quantize "$SHAPES" -o "$Q4" --level int4 --group-size 64 --embeddings 2>/dev/null
+	cp "$Q4" "$BATS_TEST_TMPDIR/new.q4"
+	poke "$Q4" '\x01' 8
+	run -1 forward "$Q4" --score <<<1
+	assert_output "forward: $Q4: container version 1 is older than this build's (2, with half int4 scales): remake it with quantize MODEL -o $Q4 --level int4 --embeddings --group-size 64"
+	poke "$Q8" '\x01' 8
+	run -1 st-inspect "$Q8"
+	assert_output "st-inspect: $Q8: container version 1 is older than this build's (2, with half int4 scales): remake it with quantize MODEL -o $Q8 --level int8"
+	# the command it gives, with the model for MODEL, makes the file again
+	run -0 quantize "$SHAPES" -o "$Q4" --level int4 --embeddings --group-size 64
+	cmp "$Q4" "$BATS_TEST_TMPDIR/new.q4"
+}
+
+@test "int4 scales are halves: a weight beyond 8 x 65504 is refused, naming the tensor" {
+	M=$BATS_TEST_TMPDIR/big
+	mkdir "$M"
+	cp "$SHAPES/config.json" "$SHAPES/model.safetensors" "$M/"
+	# lm_head.weight's first weight (data offset 0, after the 8 + 2856 header
+	# bytes) becomes bf16 0x4974 = 999424: its group's scale -124928 has no half
+	poke "$M/model.safetensors" '\x74\x49' 2864
+	run -1 quantize "$M" -o "$BATS_TEST_TMPDIR/b.q4" --level int4
+	assert_output "quantize: $BATS_TEST_TMPDIR/b.q4: tensor lm_head.weight: scale -124928 is not a half: a weight beyond int4's range (8 x 65504); use --level int8"
+	[ ! -e "$BATS_TEST_TMPDIR/b.q4" ]
+	run -0 quantize "$M" -o "$BATS_TEST_TMPDIR/b.q8" --level int8
+}
+
+@test "an int4 container with a half scale of Inf or NaN is refused, naming the tensor and the scale" {
+	Q4=$BATS_TEST_TMPDIR/s.q4
+	quantize "$SHAPES" -o "$Q4" --level int4 2>/dev/null
+	idx=$(peek64 "$Q4" 88)
+	for ((i = 0; ; i++)); do  # the first int4 tensor's index entry
+		e=$((idx + 128 * i))
+		[ "$(od -An -tu4 -j$((e + 80)) -N4 "$Q4" | tr -d ' ')" = 3 ] && break
+	done
+	name=$(head -c $((e + 80)) "$Q4" | tail -c 80 | tr -d '\0')
+	scales=$(peek64 "$Q4" $((e + 120)))
+	poke "$Q4" '\x00\x7c' $((scales + 6))  # scale 3: +Inf
+	run -1 st-inspect "$Q4"
+	assert_output "st-inspect: $Q4: tensor '$name': scale 3 is not finite"
+	poke "$Q4" '\x01\xfe' $((scales + 6))  # a NaN
+	run -1 forward "$Q4" --score <<<1
+	assert_output "forward: $Q4: tensor '$name': scale 3 is not finite"
 }
 
 @test "misaligned and out-of-range tensor offsets are refused" {

@@ -214,6 +214,13 @@ static int missing(const char *path)
 	return access(path, F_OK) != 0;
 }
 
+/* A container to (re)write: missing, or of another version than this
+ * build reads. */
+static int stale(const char *path)
+{
+	return qfile_version_of(path) != QF_VERSION;
+}
+
 int synthetic_ensure(struct synthetic *s, const char *config_path,
 		     synthetic_note_fn *note, void *arg, struct err *e)
 {
@@ -278,7 +285,7 @@ int synthetic_ensure(struct synthetic *s, const char *config_path,
 			return -1;
 		s->written++;
 	}
-	if (!missing(s->q8) && !missing(s->q4))
+	if (!stale(s->q8) && !stale(s->q4))
 		return 0;
 	struct st_file st;
 	if (st_open(&st, st_path, e) < 0)
@@ -286,7 +293,7 @@ int synthetic_ensure(struct synthetic *s, const char *config_path,
 	int rc = 0;
 	const char *q[2] = { s->q8, s->q4 };
 	for (int i = 0; rc == 0 && i < 2; i++) {
-		if (!missing(q[i]))
+		if (!stale(q[i]))
 			continue;
 		if (note)
 			note(arg, q[i]);

@@ -4,9 +4,9 @@
 #include "format/qfile.h"
 #include "core/jsonutil.h"
 #include "format/manifest.h"
-#include "kernels/quant.h"
-
+#include "core/bf16.h"
 #include "core/mapfile.h"
+#include "kernels/quant.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,7 +73,7 @@ uint64_t qfile_scales_len(enum wtype t, const int64_t *shape, int group_size)
 	if (t == WT_Q8)
 		return (uint64_t)shape[0] * 4;
 	if (t == WT_Q4)
-		return (uint64_t)shape[0] * (uint64_t)(shape[1] / group_size) * 4;
+		return (uint64_t)shape[0] * (uint64_t)(shape[1] / group_size) * 2;
 	return 0;
 }
 
@@ -83,16 +84,21 @@ static uint64_t align_up(uint64_t v)
 
 /* ---- reading ---- */
 
-bool qfile_sniff(const char *path)
+uint32_t qfile_version_of(const char *path)
 {
 	struct err e;
 	int fd = file_open_regular(path, NULL, &e);
 	if (fd < 0)
-		return false;
-	char magic[8];
-	bool yes = read(fd, magic, 8) == 8 && memcmp(magic, QF_MAGIC, 8) == 0;
+		return 0;
+	unsigned char h[12];
+	bool yes = read(fd, h, sizeof h) == (ssize_t)sizeof h && memcmp(h, QF_MAGIC, 8) == 0;
 	close(fd);
-	return yes;
+	return yes ? rd32(h + 8) : 0;
+}
+
+bool qfile_sniff(const char *path)
+{
+	return qfile_version_of(path) != 0;
 }
 
 /* A section [off, off + len) that must start exactly at *pos, inside the
@@ -191,12 +197,65 @@ static int check_entry(struct qfile *f, int i, const unsigned char *p,
 	uint64_t sl = qfile_scales_len(t->type, t->shape, f->group_size);
 	if (region(tn, "scales", t->scales_off, sl, prev_end, size, name, e) < 0)
 		return -1;
-	t->scales = (const float *)(const void *)(f->base + t->scales_off);
-	for (uint64_t k = 0; k < sl / 4; k++)
-		if (!isfinite(t->scales[k]))
+	const unsigned char *sp = f->base + t->scales_off;
+	if (t->type == WT_Q8)
+		t->scales = (const float *)(const void *)sp;
+	for (uint64_t k = 0; k < sl / (t->type == WT_Q8 ? 4 : 2); k++)
+		if (!isfinite(t->type == WT_Q8 ? t->scales[k]
+					       : f16_to_f32((uint16_t)(sp[2 * k] | sp[2 * k + 1] << 8))))
 			return err_set(e, "%s: tensor %s: scale %" PRIu64 " is not finite",
 				       name, tn, k);
 	return 0;
+}
+
+/* Every int4 tensor's halves, widened into f->q4_scales. */
+static int widen_q4_scales(struct qfile *f, const char *name, struct err *e)
+{
+	size_t n = 0;
+	for (int i = 0; i < f->ntensors; i++)
+		if (f->t[i].type == WT_Q4)
+			n += qfile_scales_len(WT_Q4, f->t[i].shape, f->group_size) / 2;
+	if (n == 0)
+		return 0;
+	f->q4_scales = anon_alloc(n * sizeof(float));
+	if (!f->q4_scales)
+		return err_set(e, "%s: cannot allocate %zu bytes for the int4 scales: %s", name,
+			       n * sizeof(float), strerror(errno));
+	f->q4_scales_bytes = n * sizeof(float);
+	float *s = f->q4_scales;
+	for (int i = 0; i < f->ntensors; i++) {
+		struct qtensor *t = &f->t[i];
+		if (t->type != WT_Q4)
+			continue;
+		const unsigned char *sp = f->base + t->scales_off;
+		size_t k = qfile_scales_len(WT_Q4, t->shape, f->group_size) / 2;
+		for (size_t j = 0; j < k; j++)
+			s[j] = f16_to_f32((uint16_t)(sp[2 * j] | sp[2 * j + 1] << 8));
+		t->scales = s;
+		s += k;
+	}
+	return 0;
+}
+
+/* A container of another version than this build's: one line saying so,
+ * and for an older one, how to remake it. */
+static int bad_version(const unsigned char *buf, uint32_t version, const char *name,
+		       struct err *e)
+{
+	if (version > QF_VERSION)
+		return err_set(e, "%s: version %" PRIu32 " is not supported (this build reads "
+			       "version %d)", name, version, QF_VERSION);
+	uint32_t level = rd32(buf + 12), group = rd32(buf + 16);
+	char how[96] = " --level int8|int4";
+	if (level == 8 || level == 4)
+		snprintf(how, sizeof how, " --level int%" PRIu32 "%s", level,
+			 rd32(buf + 20) & QF_EMBEDDINGS ? " --embeddings" : "");
+	if (level == 4 && group != Q4_DEFAULT_GROUP)
+		snprintf(how + strlen(how), sizeof how - strlen(how), " --group-size %" PRIu32,
+			 group);
+	return err_set(e, "%s: container version %" PRIu32 " is older than this build's (%d, "
+		       "with half int4 scales): remake it with quantize MODEL -o %s%s", name,
+		       version, QF_VERSION, name, how);
 }
 
 /* The tensor list against the config's manifest. */
@@ -231,8 +290,7 @@ int qfile_parse(struct qfile *f, const unsigned char *buf, size_t size,
 		return err_set(e, "%s: not a qwenpipe container (bad magic)", name);
 	uint32_t version = rd32(buf + 8);
 	if (version != QF_VERSION)
-		return err_set(e, "%s: version %" PRIu32 " is not supported (this build reads version %d)",
-			       name, version, QF_VERSION);
+		return bad_version(buf, version, name, e);
 	uint64_t fsize = rd64(buf + 32);
 	if (fsize != size)
 		return err_set(e, "%s: %s: the header says %" PRIu64 " bytes, the file has %zu",
@@ -294,7 +352,7 @@ int qfile_parse(struct qfile *f, const unsigned char *buf, size_t size,
 		if (check_entry(f, (int)i, buf + off + (uint64_t)i * QF_ENTRY, &prev_end,
 				size, name, e) < 0)
 			goto fail;
-	if (check_manifest(f, name, e) < 0)
+	if (check_manifest(f, name, e) < 0 || widen_q4_scales(f, name, e) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -320,6 +378,9 @@ void qfile_close(struct qfile *f)
 {
 	free(f->t);
 	f->t = NULL;
+	if (f->q4_scales)
+		munmap(f->q4_scales, f->q4_scales_bytes);
+	f->q4_scales = NULL;
 	mapfile_close(&f->map);
 }
 
@@ -460,9 +521,25 @@ int qfile_write_tensor(struct qfile_writer *w, const void *data, const float *sc
 	    write_all(w, data, qfile_data_len(t->type, t->ndim, t->shape), e) < 0)
 		return -1;
 	uint64_t sl = qfile_scales_len(t->type, t->shape, w->group_size);
-	if (sl && (pad_to(w, w->scales_off[w->next], e) < 0 ||
-		   write_all(w, scales, sl, e) < 0))
+	if (sl && pad_to(w, w->scales_off[w->next], e) < 0)
 		return -1;
+	if (t->type == WT_Q8 && write_all(w, scales, sl, e) < 0)
+		return -1;
+	for (uint64_t k = 0; t->type == WT_Q4 && k < sl / 2;) {
+		unsigned char b[1024];
+		size_t n = 0;
+		for (; n < sizeof b && k < sl / 2; n += 2, k++) {
+			uint16_t h = f32_to_f16(scales[k]);
+			if (f16_to_f32(h) != scales[k])
+				return err_set(e, "%s: tensor %s: scale %g is not a half: a weight "
+					       "beyond int4's range (8 x 65504); use --level int8",
+					       w->out.path, t->name, (double)scales[k]);
+			b[n] = (unsigned char)h;
+			b[n + 1] = (unsigned char)(h >> 8);
+		}
+		if (write_all(w, b, n, e) < 0)
+			return -1;
+	}
 	w->next++;
 	return 0;
 }

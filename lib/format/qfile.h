@@ -11,7 +11,8 @@
  *
  *   header, 128 bytes
  *     0   8  magic "QWPQUANT"
- *     8   4  u32 version (QF_VERSION = 1)
+ *     8   4  u32 version (QF_VERSION = 2; version 1 held int4 scales as
+ *            float32, and is refused with how to remake the file)
  *    12   4  u32 level: 8 (int8) or 4 (int4)
  *    16   4  u32 group size: int4, a multiple of 32 (lib/kernels/quant.h); int8, 0
  *    20   4  u32 flags: bit 0 (QF_EMBEDDINGS) = model.embed_tokens.weight
@@ -37,8 +38,10 @@
  *   112   8  u64 data length: elements x 4 (f32), x 2 (bf16), x 1 (int8),
  *            / 2 (int4; the packing of lib/kernels/quant.h)
  *   120   8  u64 scales offset (a multiple of 64), 0 for f32 and bf16:
- *            float32 scales, rows of them (int8) or
- *            rows x cols / group (int4)
+ *            int8, float32 scales, rows of them; int4, IEEE halves
+ *            (binary16), rows x cols / group, as the quantizer rounds
+ *            them (lib/kernels/quant.h): 4.5 bits a weight with groups of
+ *            32, as GGUF's Q4_0
  *
  *   Tensors appear in index order; each tensor's data precedes its scales,
  *   and every region starts at or after the end of the previous one.
@@ -51,6 +54,11 @@
  * shape the group size divides, the embeddings quantized exactly when the
  * flag says so, every other 2-D weight quantized), the scales (finite), and
  * the tensor list against the config's manifest (lib/format/manifest.h).
+ *
+ * The int4 scales are widened to float32 as they are checked, into memory
+ * the qfile owns (an eighth of the codes' bytes), so that every reader
+ * sees the float scales of lib/kernels/quant.h; a model loaded with
+ * --mmap holds that copy beside the mapping.
  */
 #ifndef QFILE_H
 #define QFILE_H
@@ -65,7 +73,7 @@
 #include "kernels/weights.h"
 
 #define QF_MAGIC "QWPQUANT"
-#define QF_VERSION 1
+#define QF_VERSION 2
 #define QF_HEADER 128
 #define QF_ENTRY 128
 #define QF_NAME 80
@@ -81,7 +89,7 @@ struct qtensor {
 	int64_t shape[2];
 	uint64_t data_off, data_len, scales_off;
 	const void *data;      /* views into the mapping */
-	const float *scales;   /* NULL for f32 and bf16 */
+	const float *scales;   /* NULL for f32 and bf16; int4's widened */
 };
 
 struct qfile {
@@ -97,11 +105,17 @@ struct qfile {
 	size_t config_len, gen_len, tokenizer_len;
 	int ntensors;
 	struct qtensor *t;     /* in file order */
+	float *q4_scales;      /* every int4 tensor's scales, widened */
+	size_t q4_scales_bytes;
 };
 
 /* Whether the first bytes of the file at path are the container's magic
  * (a directory or unreadable file is not a container). */
 bool qfile_sniff(const char *path);
+
+/* The version in the header of the container at path, or 0 when path is
+ * not a container. */
+uint32_t qfile_version_of(const char *path);
 
 /* Maps and validates path. On failure fills e with "path: problem" and
  * leaves nothing to free; on success the caller frees with qfile_close. */
@@ -163,7 +177,8 @@ int qfile_write_begin(struct qfile_writer *w, const char *dest, const struct qfi
 	     const struct qfile_entry *t, int n, struct err *e);
 
 /* Writes the next tensor: data (its data length) and, for int8 and int4,
- * scales. */
+ * its float scales (int4's written as halves: a scale that is not exactly
+ * one, from a weight beyond 8 x 65504, is an error naming the tensor). */
 int qfile_write_tensor(struct qfile_writer *w, const void *data, const float *scales,
 		    struct err *e);
 

@@ -69,8 +69,10 @@ int qwrite_model(const char *out, const struct st_file *st, const struct qfile_e
 		if (p[i].type == WT_Q8 || p[i].type == WT_Q4) {
 			struct wmat src = { .type = kept_type(t), .rows = (int)t->shape[0],
 					    .cols = (int)t->shape[1], .data = t->data };
+			size_t ns = p[i].type == WT_Q8 ? (size_t)src.rows
+						       : q4_nscales(src.rows, src.cols, h->group_size);
 			qdata = malloc(dl);
-			scales = malloc(sl);
+			scales = malloc(ns * sizeof *scales);
 			if (!qdata || !scales) {
 				free(qdata);
 				free(scales);
