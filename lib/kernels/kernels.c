@@ -35,9 +35,18 @@ static inline __attribute__((always_inline)) float dot_inline(const float *a, co
 	return kern_sum16(s);
 }
 
-static float dot_scalar(const float *a, const float *b, int n)
+static void att_scores_scalar(float *s, const float *q, const float *k, int ldk, int np, int n,
+			      float scale)
 {
-	return dot_inline(a, b, n);
+	for (int p = 0; p < np; p++)
+		s[p] = dot_inline(q, k + (size_t)p * (size_t)ldk, n) * scale;
+}
+
+static void att_values_scalar(float *y, const float *s, const float *v, int ldv, int np, int n)
+{
+	for (int p = 0; p < np; p++)
+		for (int i = 0; i < n; i++)
+			y[i] = fmaf(s[p], v[(size_t)p * (size_t)ldv + (size_t)i], y[i]);
 }
 
 /* dot of 16-bit weights a, each widened exactly by `widen`. */
@@ -99,7 +108,7 @@ void kern_mm_f16_scalar(const struct kern_mm *m)
 
 static void rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps)
 {
-	float r = 1.0f / sqrtf(dot_scalar(x, x, n) / (float)n + eps);
+	float r = 1.0f / sqrtf(dot_inline(x, x, n) / (float)n + eps);
 	for (int i = 0; i < n; i++)
 		out[i] = w[i] * (x[i] * r);
 }
@@ -141,19 +150,13 @@ static void silu_mul_scalar(float *g, const float *u, int n)
 		g[i] = g[i] / (1.0f + kexp(-g[i])) * u[i];
 }
 
-static void axpy_scalar(float *y, float a, const float *x, int n)
-{
-	for (int i = 0; i < n; i++)
-		y[i] = fmaf(a, x[i], y[i]);
-}
-
 static const struct kernels kernels_scalar = {
-	.dot = dot_scalar,
+	.att_scores = att_scores_scalar,
+	.att_values = att_values_scalar,
 	.rmsnorm = rmsnorm_scalar,
 	.softmax = softmax_scalar,
 	.rope = rope_scalar,
 	.silu_mul = silu_mul_scalar,
-	.axpy = axpy_scalar,
 };
 
 int kern_has_dpbf16(void)

@@ -22,7 +22,11 @@
  *     s = sin[i]: a = x[i], b = x[i + d/2]; x[i] = a*c - b*s;
  *     x[i + d/2] = b*c + a*s (products rounded, then the add: no fma).
  *  silu_mul: g[i] = g[i] / (1 + kexp(-g[i])) * u[i].
- *  axpy: y[i] = fmaf(a, x[i], y[i]).
+ *  att_scores (attention's scores of one query over np cached keys):
+ *     s[p] = dot(q, k_p, n) * scale, each p alone.
+ *  att_values (the weighted sum of np cached values): for p = 0, 1, ...
+ *     in increasing order, y[i] = fmaf(s[p], v_p[i], y[i]) (an axpy a
+ *     position, from y as given).
  *  dot_b16(w, x, n), both bf16 (the opt-in bf16 activations): the order of
  *     AVX512_BF16's vdpbf16ps in one lane. n is padded with a zero to an
  *     even length; one sum s starts at +0; for each pair p in increasing
@@ -101,14 +105,16 @@ struct kernels {
 	kern_mm_fn *mm[WT_COUNT][KA_COUNT];
 	/* a = x[n] quantized (q8a_quantize's contract, quant.h). */
 	void (*q8a_quantize)(const float *x, int n, struct q8act *a);
-	float (*dot)(const float *a, const float *b, int n);
+	/* k_p = k + p * ldk, v_p = v + p * ldv: the rows of a KV cache. */
+	void (*att_scores)(float *s, const float *q, const float *k, int ldk, int np, int n,
+			   float scale);
+	void (*att_values)(float *y, const float *s, const float *v, int ldv, int np, int n);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*softmax)(float *x, int n);
 	/* x holds n_heads heads of head_dim floats; cos, sin: head_dim / 2. */
 	void (*rope)(float *x, int n_heads, int head_dim, const float *cos,
 		     const float *sin);
 	void (*silu_mul)(float *g, const float *u, int n);
-	void (*axpy)(float *y, float a, const float *x, int n);
 };
 
 /* The table for a level, at most cpu_detect() (the caller caps it, with

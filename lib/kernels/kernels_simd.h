@@ -1,5 +1,6 @@
-/* kernels_simd: the vector kernels other than the matrix products (dot,
- * rmsnorm, exp, softmax, rope, silu_mul, axpy), written once on 16 float
+/* kernels_simd: the vector kernels other than the matrix products
+ * (attention's scores and values, rmsnorm, exp, softmax, rope, silu_mul),
+ * written once on 16 float
  * lanes and instantiated by kernels_avx2.c and kernels_avx512.c (internal
  * to lib/kernels).
  *
@@ -46,7 +47,7 @@ KS_AI V ks_keep(V old, V new, int left)
 	return left >= 16 ? new : v_keep(old, new, left);
 }
 
-static float dot(const float *a, const float *b, int n)
+KS_AI float dot(const float *a, const float *b, int n)
 {
 	V acc = v_zero();
 	int i = 0;
@@ -56,6 +57,33 @@ static float dot(const float *a, const float *b, int n)
 		acc = v_keep(acc, v_fma(v_loadn(a + i, n - i), v_loadn(b + i, n - i), acc),
 			     n - i);
 	return v_fold(acc);
+}
+
+static void att_scores(float *s, const float *q, const float *k, int ldk, int np, int n,
+		       float scale)
+{
+	for (int p = 0; p < np; p++)
+		s[p] = dot(q, k + (size_t)p * (size_t)ldk, n) * scale;
+}
+
+/* 64 columns at a time, held in registers across every position. */
+static void att_values(float *y, const float *s, const float *v, int ldv, int np, int n)
+{
+	for (int i = 0; i < n; i += 64) {
+		V acc[4];
+		_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+			acc[c] = i + 16 * c < n ? ks_load(y + i + 16 * c, n - i - 16 * c) : v_zero();
+		for (int p = 0; p < np; p++) {
+			const float *vp = v + (size_t)p * (size_t)ldv + i;
+			V sp = v_set1(s[p]);
+			_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+				if (i + 16 * c < n)
+					acc[c] = v_fma(sp, ks_load(vp + 16 * c, n - i - 16 * c), acc[c]);
+		}
+		_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+			if (i + 16 * c < n)
+				ks_store(y + i + 16 * c, acc[c], n - i - 16 * c);
+	}
 }
 
 static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
@@ -131,18 +159,11 @@ static void silu_mul(float *g, const float *u, int n)
 	}
 }
 
-static void axpy(float *y, float a, const float *x, int n)
-{
-	V av = v_set1(a);
-	for (int i = 0; i < n; i += 16)
-		ks_store(y + i, v_fma(av, ks_load(x + i, n - i), ks_load(y + i, n - i)), n - i);
-}
-
 static const struct kernels ks_kernels = {
-	.dot = dot,
+	.att_scores = att_scores,
+	.att_values = att_values,
 	.rmsnorm = rmsnorm,
 	.softmax = softmax,
 	.rope = rope,
 	.silu_mul = silu_mul,
-	.axpy = axpy,
 };

@@ -162,15 +162,13 @@ static void att_part(void *arg, int i, int n)
 		int t = unit / c->n_heads, h = unit % c->n_heads;
 		int pos = j->p0 + t, kvh = h / group;
 		const float *q = f->q + (size_t)t * Q + (size_t)h * hd;
-		for (int p = 0; p <= pos; p++)
-			sc[p] = f->k->dot(q, kc + (size_t)p * KV + (size_t)kvh * hd, hd) * scale;
+		f->k->att_scores(sc, q, kc + (size_t)kvh * hd, KV, pos + 1, hd, scale);
 		f->k->softmax(sc, pos + 1);
 		if (f->attn_trace)
 			f->attn_trace(f->attn_arg, j->layer, pos, h, sc, pos + 1);
 		float *out = f->att + (size_t)t * Q + (size_t)h * hd;
 		memset(out, 0, sizeof(float) * hd);
-		for (int p = 0; p <= pos; p++)
-			f->k->axpy(out, sc[p], vc + (size_t)p * KV + (size_t)kvh * hd, hd);
+		f->k->att_values(out, sc, vc + (size_t)kvh * hd, KV, pos + 1, hd);
 	}
 }
 
