@@ -35,18 +35,26 @@ static inline __attribute__((always_inline)) float dot_inline(const float *a, co
 	return kern_sum16(s);
 }
 
-static void att_scores_scalar(float *s, const float *q, const float *k, int ldk, int np, int n,
-			      float scale)
+static void att_scores_scalar(float *s, int lds, const float *q, int nq, const float *k,
+			      int ldk, int np, int n, float scale)
 {
-	for (int p = 0; p < np; p++)
-		s[p] = dot_inline(q, k + (size_t)p * (size_t)ldk, n) * scale;
+	for (int h = 0; h < nq; h++)
+		for (int p = 0; p < np; p++)
+			s[(size_t)h * (size_t)lds + (size_t)p] =
+				dot_inline(q + (size_t)h * (size_t)n, k + (size_t)p * (size_t)ldk, n) *
+				scale;
 }
 
-static void att_values_scalar(float *y, const float *s, const float *v, int ldv, int np, int n)
+static void att_values_scalar(float *y, const float *s, int lds, int nq, const float *v,
+			      int ldv, int np, int n)
 {
-	for (int p = 0; p < np; p++)
-		for (int i = 0; i < n; i++)
-			y[i] = fmaf(s[p], v[(size_t)p * (size_t)ldv + (size_t)i], y[i]);
+	for (int h = 0; h < nq; h++)
+		for (int p = 0; p < np; p++)
+			for (int i = 0; i < n; i++) {
+				float *yh = y + (size_t)h * (size_t)n;
+				yh[i] = fmaf(s[(size_t)h * (size_t)lds + (size_t)p],
+					     v[(size_t)p * (size_t)ldv + (size_t)i], yh[i]);
+			}
 }
 
 /* dot of 16-bit weights a, each widened exactly by `widen`. */

@@ -22,11 +22,11 @@
  *     s = sin[i]: a = x[i], b = x[i + d/2]; x[i] = a*c - b*s;
  *     x[i + d/2] = b*c + a*s (products rounded, then the add: no fma).
  *  silu_mul: g[i] = g[i] / (1 + kexp(-g[i])) * u[i].
- *  att_scores (attention's scores of one query over np cached keys):
- *     s[p] = dot(q, k_p, n) * scale, each p alone.
- *  att_values (the weighted sum of np cached values): for p = 0, 1, ...
- *     in increasing order, y[i] = fmaf(s[p], v_p[i], y[i]) (an axpy a
- *     position, from y as given).
+ *  att_scores (attention's scores of nq queries over np cached keys):
+ *     s_h[p] = dot(q_h, k_p, n) * scale, each (h, p) alone.
+ *  att_values (nq weighted sums of np cached values): for each h, for
+ *     p = 0, 1, ... in increasing order, y_h[i] = fmaf(s_h[p], v_p[i],
+ *     y_h[i]) (an axpy a position, from y_h as given).
  *  dot_b16(w, x, n), both bf16 (the opt-in bf16 activations): the order of
  *     AVX512_BF16's vdpbf16ps in one lane. n is padded with a zero to an
  *     even length; one sum s starts at +0; for each pair p in increasing
@@ -59,6 +59,7 @@
 #include "kernels/weights.h"
 
 #define KDOT_LANES 16
+#define ATT_MAXQ 4   /* query heads per att_scores / att_values call */
 
 struct q8act;  /* int8 activations, lib/kernels/quant.h */
 
@@ -105,10 +106,13 @@ struct kernels {
 	kern_mm_fn *mm[WT_COUNT][KA_COUNT];
 	/* a = x[n] quantized (q8a_quantize's contract, quant.h). */
 	void (*q8a_quantize)(const float *x, int n, struct q8act *a);
-	/* k_p = k + p * ldk, v_p = v + p * ldv: the rows of a KV cache. */
-	void (*att_scores)(float *s, const float *q, const float *k, int ldk, int np, int n,
-			   float scale);
-	void (*att_values)(float *y, const float *s, const float *v, int ldv, int np, int n);
+	/* Attention for the nq <= ATT_MAXQ query heads that share one KV head:
+	 * q_h = q + h * n, y_h = y + h * n, s_h = s + h * lds; k_p = k + p * ldk,
+	 * v_p = v + p * ldv, the rows of the KV cache (read once for all nq). */
+	void (*att_scores)(float *s, int lds, const float *q, int nq, const float *k, int ldk,
+			   int np, int n, float scale);
+	void (*att_values)(float *y, const float *s, int lds, int nq, const float *v, int ldv,
+			   int np, int n);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*softmax)(float *x, int n);
 	/* x holds n_heads heads of head_dim floats; cos, sin: head_dim / 2. */

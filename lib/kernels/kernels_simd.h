@@ -59,30 +59,84 @@ KS_AI float dot(const float *a, const float *b, int n)
 	return v_fold(acc);
 }
 
-static void att_scores(float *s, const float *q, const float *k, int ldk, int np, int n,
-		       float scale)
+/* NQ (a constant where this is inlined) heads' scores over every
+ * position: each key row's 16-column steps are loaded once for all NQ
+ * queries, whose partial sums are independent chains. */
+KS_AI void att_scores_q(float *s, int lds, const float *q, const float *k, int ldk, int np,
+			int n, float scale, const int NQ)
 {
-	for (int p = 0; p < np; p++)
-		s[p] = dot(q, k + (size_t)p * (size_t)ldk, n) * scale;
+	for (int p = 0; p < np; p++) {
+		const float *kp = k + (size_t)p * (size_t)ldk;
+		V acc[ATT_MAXQ];
+		_Pragma("GCC unroll 4") for (int h = 0; h < NQ; h++)
+			acc[h] = v_zero();
+		int i = 0;
+		for (; i + 16 <= n; i += 16) {
+			V kv = v_load(kp + i);
+			_Pragma("GCC unroll 4") for (int h = 0; h < NQ; h++)
+				acc[h] = v_fma(v_load(q + (size_t)h * (size_t)n + i), kv, acc[h]);
+		}
+		if (i < n) {
+			V kv = v_loadn(kp + i, n - i);
+			_Pragma("GCC unroll 4") for (int h = 0; h < NQ; h++)
+				acc[h] = v_keep(acc[h], v_fma(v_loadn(q + (size_t)h * (size_t)n + i,
+								      n - i), kv, acc[h]), n - i);
+		}
+		_Pragma("GCC unroll 4") for (int h = 0; h < NQ; h++)
+			s[(size_t)h * (size_t)lds + (size_t)p] = v_fold(acc[h]) * scale;
+	}
 }
 
-/* 64 columns at a time, held in registers across every position. */
-static void att_values(float *y, const float *s, const float *v, int ldv, int np, int n)
+static void att_scores(float *s, int lds, const float *q, int nq, const float *k, int ldk,
+		       int np, int n, float scale)
 {
-	for (int i = 0; i < n; i += 64) {
-		V acc[4];
-		_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-			acc[c] = i + 16 * c < n ? ks_load(y + i + 16 * c, n - i - 16 * c) : v_zero();
+	switch (nq) {
+	case 4: att_scores_q(s, lds, q, k, ldk, np, n, scale, 4); return;
+	case 3: att_scores_q(s, lds, q, k, ldk, np, n, scale, 3); return;
+	case 2: att_scores_q(s, lds, q, k, ldk, np, n, scale, 2); return;
+	default: att_scores_q(s, lds, q, k, ldk, np, n, scale, 1); return;
+	}
+}
+
+/* NQ heads' sums, 32 columns at a time held in registers (2 x NQ
+ * accumulators) across every position, each value row's step loaded once
+ * for all NQ. */
+KS_AI void att_values_q(float *y, const float *s, int lds, const float *v, int ldv, int np,
+			int n, const int NQ)
+{
+	for (int i = 0; i < n; i += 32) {
+		V acc[ATT_MAXQ][2];
+		_Pragma("GCC unroll 4") for (int h = 0; h < NQ; h++)
+			_Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
+				acc[h][c] = i + 16 * c < n ? ks_load(y + (size_t)h * (size_t)n + i +
+								     16 * c, n - i - 16 * c)
+							   : v_zero();
 		for (int p = 0; p < np; p++) {
 			const float *vp = v + (size_t)p * (size_t)ldv + i;
-			V sp = v_set1(s[p]);
-			_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-				if (i + 16 * c < n)
-					acc[c] = v_fma(sp, ks_load(vp + 16 * c, n - i - 16 * c), acc[c]);
+			V x0 = ks_load(vp, n - i), x1 = i + 16 < n ? ks_load(vp + 16, n - i - 16)
+								  : v_zero();
+			_Pragma("GCC unroll 4") for (int h = 0; h < NQ; h++) {
+				V sp = v_set1(s[(size_t)h * (size_t)lds + (size_t)p]);
+				acc[h][0] = v_fma(sp, x0, acc[h][0]);
+				acc[h][1] = v_fma(sp, x1, acc[h][1]);
+			}
 		}
-		_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-			if (i + 16 * c < n)
-				ks_store(y + i + 16 * c, acc[c], n - i - 16 * c);
+		_Pragma("GCC unroll 4") for (int h = 0; h < NQ; h++)
+			_Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
+				if (i + 16 * c < n)
+					ks_store(y + (size_t)h * (size_t)n + i + 16 * c, acc[h][c],
+						 n - i - 16 * c);
+	}
+}
+
+static void att_values(float *y, const float *s, int lds, int nq, const float *v, int ldv,
+		       int np, int n)
+{
+	switch (nq) {
+	case 4: att_values_q(y, s, lds, v, ldv, np, n, 4); return;
+	case 3: att_values_q(y, s, lds, v, ldv, np, n, 3); return;
+	case 2: att_values_q(y, s, lds, v, ldv, np, n, 2); return;
+	default: att_values_q(y, s, lds, v, ldv, np, n, 1); return;
 	}
 }
 

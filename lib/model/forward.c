@@ -139,7 +139,8 @@ static inline __attribute__((always_inline)) void run_mm(struct mm_job *j)
 }
 
 /* Attention of T queries (positions p0 .. p0 + T - 1) over the cache of
- * one layer, split by (token, head). */
+ * one layer, split by (token, KV head, up to ATT_MAXQ of the query heads
+ * that share it), so that each cached row is read once for those heads. */
 struct att_job {
 	struct forward *f;
 	int layer, p0, T;
@@ -151,24 +152,29 @@ static void att_part(void *arg, int i, int n)
 	struct forward *f = j->f;
 	const struct model_config *c = &f->m->cfg;
 	int hd = c->head_dim, Q = c->n_heads * hd, KV = c->n_kv_heads * hd;
-	int group = c->n_heads / c->n_kv_heads;
+	int group = c->n_heads / c->n_kv_heads, nsub = (group + ATT_MAXQ - 1) / ATT_MAXQ;
 	float scale = (float)pow(hd, -0.5);
 	const float *kc = f->kc + (size_t)j->layer * f->ctx * KV;
 	const float *vc = f->vc + (size_t)j->layer * f->ctx * KV;
-	float *sc = f->scores + (size_t)i * f->ctx;
+	float *sc = f->scores + (size_t)i * ATT_MAXQ * f->ctx;
 	int lo, hi;
-	pool_split(j->T * c->n_heads, i, n, 1, &lo, &hi);
+	pool_split(j->T * c->n_kv_heads * nsub, i, n, 1, &lo, &hi);
 	for (int unit = lo; unit < hi; unit++) {
-		int t = unit / c->n_heads, h = unit % c->n_heads;
-		int pos = j->p0 + t, kvh = h / group;
-		const float *q = f->q + (size_t)t * Q + (size_t)h * hd;
-		f->k->att_scores(sc, q, kc + (size_t)kvh * hd, KV, pos + 1, hd, scale);
-		f->k->softmax(sc, pos + 1);
-		if (f->attn_trace)
-			f->attn_trace(f->attn_arg, j->layer, pos, h, sc, pos + 1);
-		float *out = f->att + (size_t)t * Q + (size_t)h * hd;
-		memset(out, 0, sizeof(float) * hd);
-		f->k->att_values(out, sc, vc + (size_t)kvh * hd, KV, pos + 1, hd);
+		int t = unit / (c->n_kv_heads * nsub), kvh = unit / nsub % c->n_kv_heads;
+		int sub = unit % nsub, h0 = kvh * group + sub * ATT_MAXQ;
+		int nq = group - sub * ATT_MAXQ < ATT_MAXQ ? group - sub * ATT_MAXQ : ATT_MAXQ;
+		int pos = j->p0 + t;
+		const float *q = f->q + (size_t)t * Q + (size_t)h0 * hd;
+		f->k->att_scores(sc, f->ctx, q, nq, kc + (size_t)kvh * hd, KV, pos + 1, hd, scale);
+		for (int h = 0; h < nq; h++) {
+			f->k->softmax(sc + (size_t)h * f->ctx, pos + 1);
+			if (f->attn_trace)
+				f->attn_trace(f->attn_arg, j->layer, pos, h0 + h,
+					      sc + (size_t)h * f->ctx, pos + 1);
+		}
+		float *out = f->att + (size_t)t * Q + (size_t)h0 * hd;
+		memset(out, 0, sizeof(float) * hd * (size_t)nq);
+		f->k->att_values(out, sc, f->ctx, nq, vc + (size_t)kvh * hd, KV, pos + 1, hd);
 	}
 }
 
@@ -424,7 +430,7 @@ int forward_init(struct forward *f, const struct model *m,
 	f->g = alloc(f, B * FF);
 	f->u = alloc(f, B * FF);
 	f->logits = alloc(f, B * V);
-	f->scores = alloc(f, (size_t)f->threads * C);
+	f->scores = alloc(f, (size_t)f->threads * ATT_MAXQ * C);
 	f->kc = alloc(f, L * C * KV);
 	f->vc = alloc(f, L * C * KV);
 	f->rcos = alloc(f, C * (size_t)(c->head_dim / 2));

@@ -134,7 +134,7 @@ struct forward {
 	float *tmp;      /* [B x H] sublayer output before the residual add */
 	float *g, *u;    /* [B x FF] gate (then silu(gate) * up), up */
 	float *logits;   /* [B x V] */
-	float *scores;   /* [threads x ctx] attention weights */
+	float *scores;   /* [threads x ATT_MAXQ x ctx] attention weights */
 	float *kc, *vc;  /* [n_layers x ctx x KV] rotated keys, values */
 	float *rcos, *rsin;  /* [ctx x head_dim / 2] RoPE table */
 	struct q8act *xa;    /* act8: [B] one product's inputs, quantized (q8a_alloc) */

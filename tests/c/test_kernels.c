@@ -54,7 +54,7 @@ static void check_reference(const struct kernels *k)
 			ad += fabs((double)a[i] * b[i]);
 		}
 		float dk;
-		k->att_scores(&dk, a, b, 0, 1, n, 1.0f);  /* one score, scale 1: the dot */
+		k->att_scores(&dk, 1, a, 1, b, 0, 1, n, 1.0f);  /* one score, scale 1: the dot */
 		double err = fabs(dk - d) / (ad + 1e-30);
 		worst_dot = err > worst_dot ? err : worst_dot;
 
@@ -66,7 +66,7 @@ static void check_reference(const struct kernels *k)
 		memcpy(rows + n, b, sizeof(float) * n);
 		memcpy(rows + 2 * n, w, sizeof(float) * n);
 		memcpy(out, w, sizeof(float) * n);
-		k->att_values(out, sv, rows, n, 3, n);
+		k->att_values(out, sv, 3, 1, rows, n, 3, n);
 		for (int i = 0; i < n; i++) {
 			double want = 3.0 * w[i] + 0.5 * a[i] + 0.25 * b[i];
 			double mag = fabs(3.0 * w[i]) + fabs(0.5 * a[i]) + fabs(0.25 * b[i]);
@@ -172,18 +172,24 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		fill(a, n, 3);
 		fill(b, n, 3);
 		fill(w, n, 1);
-		/* attention over 3 cached rows n + 2 apart (inside b's MAXN) */
-		int np = n + 2 <= MAXN / 3 ? 3 : 1;
-		float s1[3], s2[3];
-		ref->att_scores(s1, a, b, n + 2, np, n, 0.125f);
-		k->att_scores(s2, a, b, n + 2, np, n, 0.125f);
-		CHECK(same_bits(s1, s2, np), "%s att_scores n=%d: %.9g vs %.9g", name, n, s1[0],
-		      s2[0]);
-		memcpy(o1, w, sizeof(float) * n);
-		memcpy(o2, w, sizeof(float) * n);
-		ref->att_values(o1, s1, b, n + 2, np, n);
-		k->att_values(o2, s1, b, n + 2, np, n);
-		CHECK(same_bits(o1, o2, n), "%s att_values n=%d differs", name, n);
+		/* attention of 1 to ATT_MAXQ query heads (rows of a) over 3 cached
+		 * rows n + 2 apart (inside b's MAXN) */
+		for (int nq = 1; nq <= ATT_MAXQ && nq * n <= MAXN; nq++) {
+			int np = 3 * (n + 2) <= MAXN ? 3 : 1;
+			float s1[ATT_MAXQ * 3], s2[ATT_MAXQ * 3];
+			static float y1[MAXN], y2[MAXN];
+			ref->att_scores(s1, 3, a, nq, b, n + 2, np, n, 0.125f);
+			k->att_scores(s2, 3, a, nq, b, n + 2, np, n, 0.125f);
+			for (int h = 0; h < nq; h++)
+				CHECK(same_bits(s1 + 3 * h, s2 + 3 * h, np),
+				      "%s att_scores n=%d heads %d: head %d differs", name, n, nq, h);
+			memcpy(y1, w, sizeof(float) * n * (size_t)nq);
+			memcpy(y2, w, sizeof(float) * n * (size_t)nq);
+			ref->att_values(y1, s1, 3, nq, b, n + 2, np, n);
+			k->att_values(y2, s1, 3, nq, b, n + 2, np, n);
+			CHECK(same_bits(y1, y2, n * nq), "%s att_values n=%d heads %d differs", name,
+			      n, nq);
+		}
 
 		ref->rmsnorm(o1, a, w, n, 1e-5f);
 		k->rmsnorm(o2, a, w, n, 1e-5f);
