@@ -31,6 +31,12 @@ static uint64_t rd64(const unsigned char *p)
 	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
 }
 
+/* An IEEE half (an int4 scale), widened exactly. */
+static float rd_half(const unsigned char *p)
+{
+	return f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+}
+
 static void wr32(unsigned char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -201,8 +207,7 @@ static int check_entry(struct qfile *f, int i, const unsigned char *p,
 	if (t->type == WT_Q8)
 		t->scales = (const float *)(const void *)sp;
 	for (uint64_t k = 0; k < sl / (t->type == WT_Q8 ? 4 : 2); k++)
-		if (!isfinite(t->type == WT_Q8 ? t->scales[k]
-					       : f16_to_f32((uint16_t)(sp[2 * k] | sp[2 * k + 1] << 8))))
+		if (!isfinite(t->type == WT_Q8 ? t->scales[k] : rd_half(sp + 2 * k)))
 			return err_set(e, "%s: tensor %s: scale %" PRIu64 " is not finite",
 				       name, tn, k);
 	return 0;
@@ -230,7 +235,7 @@ static int widen_q4_scales(struct qfile *f, const char *name, struct err *e)
 		const unsigned char *sp = f->base + t->scales_off;
 		size_t k = qfile_scales_len(WT_Q4, t->shape, f->group_size) / 2;
 		for (size_t j = 0; j < k; j++)
-			s[j] = f16_to_f32((uint16_t)(sp[2 * j] | sp[2 * j + 1] << 8));
+			s[j] = rd_half(sp + 2 * j);
 		t->scales = s;
 		s += k;
 	}

@@ -207,7 +207,6 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		k->silu_mul(o2, b, n);
 		CHECK(same_bits(o1, o2, n), "%s silu_mul n=%d differs", name, n);
 
-
 		if (n % 2 == 0 && n <= 64) {
 			static float cs[32], sn[32];
 			fill(cs, n / 2, 1);
