@@ -95,7 +95,8 @@ int bench_sgemm_prefill(const struct model_config *c, int prompt, int threads, i
  * has like's type: random, quantized like quantize does, with group_size
  * as like has it (int4: 32; int8: 0, a scale per row, or GGUF's 32);
  * float16 as GGUF's F16 (type WT_F16); the K-quants, Q5_0 and Q5_1, which
- * only a file holds, are like's first rows (like has cols columns). act8 (int8 /
+ * only a file holds, are like's first rows (like has cols columns); rows
+ * interleaved where like's are (weights.h). act8 (int8 /
  * int4 only): the int8-activation kernel, the input quantized once before
  * the timed calls; b16act (bf16 only): the bf16-activation kernel, the
  * input rounded to bf16 the same way. Returns 0, or -1 with e set

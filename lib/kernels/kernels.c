@@ -67,17 +67,16 @@ dot_h16_scalar(const uint16_t *a, const float *b, int n, float (*widen)(uint16_t
 	return kern_sum16(s);
 }
 
-/* Row r of a matrix of esize-byte elements into out[cols], row-major:
- * where the rows are interleaved (weights.h), the reference kernels gather
- * each row first. */
-static const void *row_of(const void *w, size_t esize, int cols, int il, int r, void *out)
+/* Row r of w, of es-byte elements, row-major: where the rows are
+ * interleaved (weights.h), the reference kernels gather each row into out
+ * first. */
+static const void *row_of(const struct wmat *w, size_t es, int r, void *out)
 {
-	const char *b = (const char *)w + esize * wmat_row_at(r, cols, il);
-	if (!il)
-		return b;
-	for (int c = 0; c < cols; c += WMAT_IL_COLS)
-		memcpy((char *)out + esize * (size_t)c, b + esize * wmat_il_col(c),
-		       esize * WMAT_IL_COLS);
+	if (!w->il)
+		return (const char *)w->data + es * wmat_row_at(r, w->cols, 0);
+	for (int c = 0; c < w->cols; c++)
+		memcpy((char *)out + es * (size_t)c, (const char *)w->data + es * wmat_at(w, r, c),
+		       es);
 	return out;
 }
 
@@ -91,7 +90,7 @@ rows_scalar(const struct kern_mm *m, const size_t es, float (*widen)(uint16_t))
 	int cols = w->cols;
 	float buf[w->il ? cols : 1];  /* room for a row of either size */
 	for (int r = m->r0; r < m->r1; r++) {
-		const void *row = row_of(w->data, es, cols, w->il, r, buf);
+		const void *row = row_of(w, es, r, buf);
 		for (int t = 0; t < m->T; t++)
 			m->y[(size_t)t * m->ldy + r] =
 				es == 4 ? dot_inline(row, m->x + (size_t)t * m->ldx, cols)
@@ -242,7 +241,7 @@ void kern_row_float(const struct wmat *w, int r, float *out)
 {
 	switch (w->type) {
 	case WT_F32: {
-		const float *p = row_of(w->data, sizeof(float), w->cols, w->il, r, out);
+		const float *p = row_of(w, sizeof(float), r, out);
 		if (p != out)
 			memcpy(out, p, sizeof(float) * (size_t)w->cols);
 		return;
@@ -250,7 +249,7 @@ void kern_row_float(const struct wmat *w, int r, float *out)
 	case WT_BF16:
 	case WT_F16: {
 		uint16_t buf[w->il ? w->cols : 1];
-		const uint16_t *p = row_of(w->data, sizeof *p, w->cols, w->il, r, buf);
+		const uint16_t *p = row_of(w, sizeof *p, r, buf);
 		for (int i = 0; i < w->cols; i++)
 			out[i] = w->type == WT_BF16 ? bf16_to_f32(p[i]) : f16_to_f32(p[i]);
 		return;

@@ -26,6 +26,19 @@ AI __m256 ld_w(const void *row, size_t i, const enum wtype wt)
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* Columns k + 8 part .. k + 8 part + 7 (high 0) or 16 columns on (high
+ * 1) of an interleaved bf16 row, k a multiple of 32: its columns are paired
+ * (weights.h), so these are the low or the high halves of the 8 words from
+ * word 8 part of the 32 columns at k, widened in place. */
+AI __m256 ld_paired(const void *row, int k, int part, int high)
+{
+	const uint16_t *p = (const uint16_t *)row + wmat_il_col(k) + 16 * part;
+	__m256i v = _mm256_loadu_si256((const __m256i *)p);
+	if (high)
+		return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
+	return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
 /* Weight i of a row of type wt, widened. */
 AI float w_at(const void *row, size_t i, const enum wtype wt)
 {
@@ -50,7 +63,8 @@ AI void spill(float s[KDOT_LANES], __m256 lo, __m256 hi)
 /* Rows r .. r + RB - 1 (RB <= 4, a constant where this is inlined) times
  * input t: 2 * RB accumulators, the 16 partial sums of each in two halves;
  * the tail (< 16 columns, none with interleaved rows) in scalar fmaf on the
- * stored lanes. */
+ * stored lanes. Interleaved rows as wmat_row_at and wmat_il_col say (a bf16
+ * row's columns paired, weights.h). */
 AI void block(const struct kern_mm *m, int r, int t, const int RB, const enum wtype wt)
 {
 	const struct wmat *w = m->w;
@@ -65,6 +79,16 @@ AI void block(const struct kern_mm *m, int r, int t, const int RB, const enum wt
 	}
 	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
 	int k = 0;
+	if (wt == WT_BF16 && il)  /* paired columns: k, then k + 16 */
+		for (; k < cols; k += 32)
+			_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+				__m256 xl = _mm256_loadu_ps(xr + k + 16 * h),
+				       xh = _mm256_loadu_ps(xr + k + 16 * h + 8);
+				_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
+					lo[i] = _mm256_fmadd_ps(ld_paired(wr[i], k, 0, h), xl, lo[i]);
+					hi[i] = _mm256_fmadd_ps(ld_paired(wr[i], k, 1, h), xh, hi[i]);
+				}
+			}
 	for (; k + 16 <= cols; k += 16) {
 		size_t o = il ? wmat_il_col(k) : (size_t)k;
 		if (!il && (k * es) % 64 == 0)

@@ -49,14 +49,38 @@ AI size_t w_size(const enum wtype wt)
 	return wt == WT_F32 ? 4 : 2;
 }
 
+/* Columns k .. k + 15 (high 0) or k + 16 .. k + 31 (high 1) of an
+ * interleaved bf16 row, k a multiple of 32: its columns are paired
+ * (weights.h), so these are the low or the high halves of its 16 words
+ * from k, widened in place. */
+AI __m512 ld_paired(const void *row, int k, int high)
+{
+	__m512i v = _mm512_loadu_si512((const uint16_t *)row + wmat_il_col(k));
+	if (high)
+		return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+	return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+
+/* acc[i][j] += the RB weight vectors wv[i] times columns k .. k + 15 of
+ * the TB inputs xr[j]. */
+AI void fma_step(__m512 acc[4][6], const __m512 wv[4], const float *const xr[6], int k,
+		 const int RB, const int TB)
+{
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+		__m512 xv = _mm512_loadu_ps(xr[j] + k);
+		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+			acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+	}
+}
+
 /* A block of RB <= 4 rows by TB <= 6 inputs (constants where this is
  * inlined): RB * TB accumulators (24 of the 32 registers, the 4 rows of
  * weights and one input beside them). wt: the weights' type; each output
  * is the canonical dot of a row and an input of m->x (16 columns a step,
  * the tail through masked lanes). With interleaved rows
- * (w->il, weights.h) column k of a row is at wr[i] + wmat_il_col(k), and
- * the four rows of a block are one sequential stream; then cols is a
- * multiple of 64 and there is no tail. (il is not a constant here: a copy
+ * (w->il, weights.h) column k of a row is at wr[i] + wmat_il_col(k) (a
+ * bf16 row's columns paired), and the four rows of a block are one
+ * sequential stream; then cols is a multiple of 64 and there is no tail. (il is not a constant here: a copy
  * of every block for each layout would double the code, and the offset
  * costs a few integer operations per 16 columns.) */
 AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB,
@@ -78,6 +102,20 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 		xr[j] = m->x + (size_t)(t0 + j) * (size_t)m->ldx;
 	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
 	int k = 0;
+	if (wt == WT_BF16 && il) {
+		/* paired columns: each 64 bytes loaded twice (from L1 the
+		 * second time), for columns k and k + 16 */
+		for (; k < cols; k += 32) {
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				prefetch_page((const uint16_t *)wr[i] + wmat_il_col(k), 64);
+			_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+				__m512 wv[4];
+				_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+					wv[i] = ld_paired(wr[i], k, h);
+				fma_step(acc, wv, xr, k + 16 * h, RB, TB);
+			}
+		}
+	}
 	for (; k + step <= cols; k += step) {
 		size_t o = il ? wmat_il_col(k) : (size_t)k;
 		if (!il && (k * es) % 64 == 0)
@@ -86,11 +124,7 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 		__m512 wv[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 			wv[i] = ld_w(wr[i], o, wt);
-		_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
-			__m512 xv = _mm512_loadu_ps(xr[j] + k);
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-				acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
-		}
+		fma_step(acc, wv, xr, k, RB, TB);
 	}
 	if (k < cols) {
 		__mmask16 mk = tail_mask(cols - k);
@@ -281,6 +315,11 @@ AI void products(const struct kern_mm *m, const enum wtype wt)
 						   es * wmat_row_at(r + i, cols, il);
 			float *dst = pk + (size_t)i * cp;
 			int k = 0;
+			if (wt == WT_BF16 && il)
+				for (; k < cols; k += 32) {
+					_mm512_storeu_ps(dst + k, ld_paired(src, k, 0));
+					_mm512_storeu_ps(dst + k + 16, ld_paired(src, k, 1));
+				}
 			for (; k + 16 <= cols; k += 16)
 				_mm512_storeu_ps(dst + k, ld_w(src, il ? wmat_il_col(k) : (size_t)k, wt));
 			if (k < cols)

@@ -31,9 +31,17 @@ int kern_interleave(struct wmat *w, void *data)
 	for (int r = 0; r < w->rows; r += 4, p += blk) {
 		memcpy(tmp, p, blk);
 		for (int i = 0; i < 4; i++)
-			for (size_t c = 0; c < cols; c += WMAT_IL_COLS)
-				memcpy(p + es * (wmat_row_at(i, (int)cols, 1) + wmat_il_col((int)c)),
-				       tmp + es * (i * cols + c), es * WMAT_IL_COLS);
+			for (size_t c = 0; c < cols; c += WMAT_IL_COLS) {
+				unsigned char *d = p + es * (wmat_row_at(i, (int)cols, 1) +
+							     wmat_il_col((int)c));
+				const unsigned char *s = tmp + es * (i * cols + c);
+				if (w->type != WT_BF16) {
+					memcpy(d, s, es * WMAT_IL_COLS);
+					continue;
+				}
+				for (int j = 0; j < WMAT_IL_COLS; j++)  /* paired */
+					memcpy(d + 2 * wmat_pair_col(j), s + 2 * j, 2);
+			}
 	}
 	free(tmp);
 	w->il = 1;

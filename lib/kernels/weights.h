@@ -36,7 +36,11 @@
  * four rows of a block together then reads one sequential stream, not four
  * streams cols apart, which on AMD's processors gets more bandwidth per
  * core (docs/performance.md, "Row layout by vendor"). Element (r, c) is
- * at wmat_row_at(r, cols, 1) + wmat_il_col(c). Models set it when they own
+ * at wmat_row_at(r, cols, 1) + wmat_il_col(c). A WT_BF16 row also pairs its
+ * columns: inside each 32, the 32-bit word j holds column j in its low half
+ * and column j + 16 in its high half (wmat_pair_col), so that one 64-byte
+ * load widens into columns j and j + 16 by a shift and a mask, the lanes
+ * of the canonical dot, with no shuffle. Models set it when they own
  * their weights (copied or widened, not mapped) on AMD processors
  * (model_interleave, lib/model/model.h: on Intel's, four row-major streams
  * are faster).
@@ -92,10 +96,20 @@ static inline size_t wmat_il_col(int c)
 	return 4 * (size_t)(c & ~(WMAT_IL_COLS - 1)) + (size_t)(c & (WMAT_IL_COLS - 1));
 }
 
+/* Where column c of an interleaved WT_BF16 row is stored among its 32
+ * (see above): word c % 16, its low half for c % 32 < 16. */
+static inline int wmat_pair_col(int c)
+{
+	return (c & ~31) | (c & 15) << 1 | (c >> 4 & 1);
+}
+
 /* Element (r, c) of w, in elements from w->data. */
 static inline size_t wmat_at(const struct wmat *w, int r, int c)
 {
-	return wmat_row_at(r, w->cols, w->il) + (w->il ? wmat_il_col(c) : (size_t)c);
+	if (!w->il)
+		return wmat_row_at(r, w->cols, 0) + (size_t)c;
+	return wmat_row_at(r, w->cols, 1) +
+	       wmat_il_col(w->type == WT_BF16 ? wmat_pair_col(c) : c);
 }
 
 /* Whether w can be interleaved: a float type or int8 with a scale per row,

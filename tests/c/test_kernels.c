@@ -280,7 +280,7 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 }
 
 /* Interleaved rows (weights.h): kern_interleave puts element (r, c) where
- * wmat_at says, and every level's products on the interleaved matrix give
+ * wmat_at says (bf16 columns paired, placed here by the layout's rule), and every level's products on the interleaved matrix give
  * the bits of the row-major reference, over row ranges that start inside
  * a block and T of 1 (decode) and more (prefill); kern_row reads rows back. */
 static void check_interleaved(void)
@@ -313,8 +313,14 @@ static void check_interleaved(void)
 		      mf.il && mb.il && mh.il, "interleave %dx%d", rows, cols);
 		int bad = 0;
 		for (int r = 0; r < rows; r++) {
-			for (int c = 0; c < cols; c++)
+			for (int c = 0; c < cols; c++) {
 				bad += wfi[wmat_at(&mf, r, c)] != wf[(size_t)r * cols + c];
+				bad += whi[wmat_at(&mh, r, c)] != wh[(size_t)r * cols + c];
+				/* bf16 columns paired: word j of each 32 holds j, j + 16 */
+				int j = c % 32, cc = c - j + (j < 16 ? 2 * j : 2 * (j - 16) + 1);
+				bad += wbi[wmat_row_at(r, cols, 1) + wmat_il_col(cc)] !=
+				       wb[(size_t)r * cols + c];
+			}
 			kern_row_float(&mb, r, row);
 			for (int c = 0; c < cols; c++)
 				bad += row[c] != bf16_to_f32(wb[(size_t)r * cols + c]);
