@@ -80,7 +80,9 @@ AI void block(const struct kern_mm *m, int r, int t, const int RB, const enum wt
 	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
 	int k = 0;
 	if (wt == WT_BF16 && il)  /* paired columns: k, then k + 16 */
-		for (; k < cols; k += 32)
+		for (; k < cols; k += 32) {
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				prefetch_page((const uint16_t *)wr[i] + wmat_il_col(k), 64);
 			_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
 				__m256 xl = _mm256_loadu_ps(xr + k + 16 * h),
 				       xh = _mm256_loadu_ps(xr + k + 16 * h + 8);
@@ -89,11 +91,15 @@ AI void block(const struct kern_mm *m, int r, int t, const int RB, const enum wt
 					hi[i] = _mm256_fmadd_ps(ld_paired(wr[i], k, 1, h), xh, hi[i]);
 				}
 			}
+		}
 	for (; k + 16 <= cols; k += 16) {
 		size_t o = il ? wmat_il_col(k) : (size_t)k;
 		if (!il && (k * es) % 64 == 0)
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 				prefetch_at(wr[i] + es * o, ahead);
+		if (il && k % WMAT_IL_COLS == 0)
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				prefetch_page(wr[i] + es * o, es * WMAT_IL_COLS);
 		__m256 xl = _mm256_loadu_ps(xr + k), xh = _mm256_loadu_ps(xr + k + 8);
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++) {
 			lo[i] = _mm256_fmadd_ps(ld_w(wr[i], o, wt), xl, lo[i]);

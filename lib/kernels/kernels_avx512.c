@@ -121,6 +121,9 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 		if (!il && (k * es) % 64 == 0)
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 				prefetch_at(wr[i] + es * o, ahead);
+		if (il && k % WMAT_IL_COLS == 0)
+			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
+				prefetch_page(wr[i] + es * o, es * WMAT_IL_COLS);
 		__m512 wv[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 			wv[i] = ld_w(wr[i], o, wt);

@@ -8,8 +8,8 @@
  * row's stream prefetched prefetch_ahead(block_bytes) bytes past its loads
  * therefore lands on the same column of a row in a later block, at least
  * PREFETCH_MIN bytes ahead. Interleaved rows (weights.h) are one stream,
- * which the hardware prefetcher follows faster alone: they are not
- * prefetched. The tiles (qtile.h, btile.h, kquant.h) are one sequential
+ * which the hardware prefetcher follows faster alone: they ask only for
+ * each new page's first line ahead (prefetch_page). The tiles (qtile.h, btile.h, kquant.h) are one sequential
  * stream each too: qtile's and btile's kernels leave it to the hardware,
  * asking only for each new page's first line ahead (prefetch_page) and,
  * in qtile's, for each tile's scale area first (prefetch_area); kquant's
