@@ -80,9 +80,10 @@ AI void fma_step(__m512 acc[4][6], const __m512 wv[4], const float *const xr[6],
  * the tail through masked lanes). With interleaved rows
  * (w->il, weights.h) column k of a row is at wr[i] + wmat_il_col(k) (a
  * bf16 row's columns paired), and the four rows of a block are one
- * sequential stream; then cols is a multiple of 64 and there is no tail. (il is not a constant here: a copy
- * of every block for each layout would double the code, and the offset
- * costs a few integer operations per 16 columns.) */
+ * sequential stream, which asks for each next page (prefetch_page); then
+ * cols is a multiple of 64 and there is no tail. (il is not a constant
+ * here: a copy of every block for each layout would double the code, and
+ * the offset costs a few integer operations per 16 columns.) */
 AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB,
 	      const enum wtype wt)
 {
@@ -103,8 +104,8 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
 	int k = 0;
 	if (wt == WT_BF16 && il) {
-		/* paired columns: each 64 bytes loaded twice (from L1 the
-		 * second time), for columns k and k + 16 */
+		/* paired columns: the 64 bytes at k give columns k .. k + 15,
+		 * then k + 16 .. k + 31 */
 		for (; k < cols; k += 32) {
 			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 				prefetch_page((const uint16_t *)wr[i] + wmat_il_col(k), 64);
