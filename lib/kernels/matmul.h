@@ -41,8 +41,8 @@ void kern_row(const struct wmat *w, int r, float *out);
 
 /* Rearranges w (wmat_can_interleave; an int8 matrix's codes) in place into
  * interleaved rows, a bf16 one's columns paired (weights.h), and sets
- * w->il; data is w->data, writable. Returns 0, or -1
- * out of memory (w unchanged). */
+ * w->il; data is w->data, writable. Returns 0, or -1 out of memory (w
+ * unchanged). */
 int kern_interleave(struct wmat *w, void *data);
 
 #endif

@@ -7,16 +7,16 @@
  * block are contiguous: the next block begins block_bytes further on. A
  * row's stream prefetched prefetch_ahead(block_bytes) bytes past its loads
  * therefore lands on the same column of a row in a later block, at least
- * PREFETCH_MIN bytes ahead. Interleaved rows (weights.h) are one stream,
- * which the hardware prefetcher follows faster alone: they ask only for
- * each new page's first line ahead (prefetch_page). The tiles (qtile.h, btile.h, kquant.h) are one sequential
- * stream each too: qtile's and btile's kernels leave it to the hardware,
- * asking only for each new page's first line ahead (prefetch_page) and,
- * in qtile's, for each tile's scale area first (prefetch_area); kquant's
- * records, whose scales sit between the codes, and qtile's Q5 tiles, whose
- * bit planes are read into mask registers, ask for every line
- * PREFETCH_LINE_AHEAD bytes ahead as well as for each new page
- * (prefetch_lines), which measured faster there.
+ * PREFETCH_MIN bytes ahead. Interleaved rows (weights.h) and the tiles
+ * (qtile.h, btile.h, kquant.h) are one sequential stream each, which the
+ * hardware prefetcher follows faster alone: the float row blocks on
+ * interleaved rows and qtile's and btile's kernels leave it to the
+ * hardware, asking only for each new page's first line ahead
+ * (prefetch_page) and, in qtile's, for each tile's scale area first
+ * (prefetch_area); kquant's records, whose scales sit between the
+ * codes, and qtile's Q5 tiles, whose bit planes are read into mask
+ * registers, ask for every line PREFETCH_LINE_AHEAD bytes ahead as well
+ * as for each new page (prefetch_lines), which measured faster there.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
  * falls inside rows of the current block that are already on their way,

@@ -280,8 +280,9 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 }
 
 /* Interleaved rows (weights.h): kern_interleave puts element (r, c) where
- * wmat_at says (bf16 columns paired, placed here by the layout's rule), and every level's products on the interleaved matrix give
- * the bits of the row-major reference, over row ranges that start inside
+ * wmat_at says (bf16 columns paired, placed here by the layout's rule),
+ * and every level's products on the interleaved matrix give the bits of
+ * the row-major reference, over row ranges that start inside
  * a block and T of 1 (decode) and more (prefill); kern_row reads rows back. */
 static void check_interleaved(void)
 {
