@@ -9,6 +9,7 @@
 #include "core/mapfile.h"
 #include "core/pool.h"
 #include "core/timing.h"
+#include "kernels/prefetch.h"
 
 #define PAGE 4096
 
@@ -41,6 +42,7 @@ static void part(void *arg, int i, int n)
 
 int membw_measure(struct membw *r, int threads, size_t bytes, int reps, struct err *e)
 {
+	prefetch_tune();  /* the page requests as the kernels make them */
 	if (threads < 1 || reps < 1)
 		return err_set(e, "membw: bad arguments (%d threads, %d passes)", threads,
 			       reps);

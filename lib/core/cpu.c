@@ -90,7 +90,7 @@ int cpu_cores(void)
 	return n > 0 ? n : 1;
 }
 
-int cpu_is_amd(void)
+int cpu_amd_family(void)
 {
 	unsigned a, b, c, d;
 	if (!__get_cpuid(0, &a, &b, &c, &d))
@@ -99,5 +99,9 @@ int cpu_is_amd(void)
 	memcpy(v, &b, 4);
 	memcpy(v + 4, &d, 4);
 	memcpy(v + 8, &c, 4);
-	return memcmp(v, "AuthenticAMD", 12) == 0;
+	if (memcmp(v, "AuthenticAMD", 12) != 0 || !__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	/* The base family, plus the extended family where the base is 15. */
+	int family = (int)(a >> 8 & 15);
+	return family == 15 ? family + (int)(a >> 20 & 255) : family;
 }

@@ -30,7 +30,8 @@ const char *cpu_level_name(enum cpu_level l);
  * CPUs divided by the threads per core that CPUID reports. */
 int cpu_cores(void);
 
-/* Whether the processor is AMD's (CPUID vendor "AuthenticAMD"). */
-int cpu_is_amd(void);
+/* The family of an AMD processor (CPUID vendor "AuthenticAMD"; 25 for
+ * Zen 3 and Zen 4, 26 for Zen 5), or 0 for any other vendor's. */
+int cpu_amd_family(void);
 
 #endif

@@ -2,6 +2,7 @@
  * kernels. See kernels.h for the canonical evaluation orders. */
 #include "kernels/kernels.h"
 #include "kernels/kquant.h"
+#include "kernels/prefetch.h"
 #include "kernels/qtile_isa.h"
 #include "kernels/quant_isa.h"
 #include "core/bf16.h"
@@ -206,11 +207,13 @@ static kern_mm_fn *const mm_q8act[WT_COUNT][ISA_VNNI + 1] = {
 	[WT_Q6K] = { kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni },
 };
 
-/* Each level's table: its elementwise kernels, then the products of the
+/* The streams' prefetch tuning for this processor (prefetch.h), then each
+ * level's table: its elementwise kernels, then the products of the
  * level (int8 activations on AVX-512 need VNNI, else they take AVX2's;
  * vdpbf16ps where the CPU has it). */
 static void fill_tables(void)
 {
+	prefetch_tune();
 	const struct kernels *const base[] = {
 		[CPU_SCALAR] = &kernels_scalar, [CPU_AVX2] = kernels_avx2,
 		[CPU_AVX512] = kernels_avx512 };

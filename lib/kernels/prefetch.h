@@ -15,7 +15,7 @@
  * (prefetch_page) and, in qtile's, for each tile's scale area first
  * (prefetch_area); kquant's records, whose scales sit between the
  * codes, and qtile's Q5 tiles, whose bit planes are read into mask
- * registers, ask for every line PREFETCH_LINE_AHEAD bytes ahead as well
+ * registers, ask for every line some KiB ahead (prefetch_tuning) as well
  * as for each new page (prefetch_lines), which measured faster there.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
@@ -69,12 +69,25 @@ static inline __attribute__((always_inline)) void prefetch_area(const void *p, s
 		_mm_prefetch((const char *)p + k, _MM_HINT_T0);
 }
 
-/* How far ahead prefetch_lines asks (measured, docs/performance.md). */
-#define PREFETCH_LINE_AHEAD 4096
+/* How a stream asks ahead on this processor, chosen once by prefetch_tune
+ * (which kernels_for calls before any kernel runs; docs/performance.md
+ * has the measurements): whether prefetch_page asks for its line into L1
+ * or into L2, and how far ahead prefetch_lines asks. On the AMD Zen 5 VM
+ * the page's request into L1 streamed int4 1.5 times as fast as none and
+ * lines 4 KiB ahead beat 8; on the Zen 4 VM the same request into L1 made
+ * int4 and int8 decode 15% slower than one into L2 (or none), and lines 8
+ * KiB ahead streamed the K-quants 10% faster than 4. So L1 and 4 KiB on
+ * AMD family 26 and later, L2 and 8 KiB elsewhere (Intel unmeasured). */
+struct prefetch_tuning {
+	int page_l1;
+	size_t line_ahead;
+};
+extern struct prefetch_tuning prefetch_tuning;
+void prefetch_tune(void);
 
-/* Asks for each line of the `bytes` at p PREFETCH_LINE_AHEAD bytes ahead,
- * into L2 (prefetch_at): for a tiled kernel whose step through its stream
- * the hardware prefetchers follow badly alone, called once a step beside
+/* Asks for each line of the `bytes` at p prefetch_tuning.line_ahead bytes
+ * ahead, into L2: for a tiled kernel whose step through its stream the
+ * hardware prefetchers follow badly alone, called once a step beside
  * prefetch_page. The K-quant records (scales between the codes, and bit
  * planes read beside the nibbles) and the Q5 tiles (a plane after each
  * block's codes, read into mask registers) are such steps; the int4 and
@@ -82,8 +95,9 @@ static inline __attribute__((always_inline)) void prefetch_area(const void *p, s
  * reason above. */
 static inline __attribute__((always_inline)) void prefetch_lines(const void *p, size_t bytes)
 {
+	size_t ahead = prefetch_tuning.line_ahead;
 	for (size_t k = 0; k < bytes; k += 64)
-		_mm_prefetch((const char *)p + k + PREFETCH_LINE_AHEAD, _MM_HINT_T1);
+		_mm_prefetch((const char *)p + k + ahead, _MM_HINT_T1);
 }
 
 /* The page the hardware prefetchers cannot see past, and how far ahead
@@ -94,19 +108,23 @@ static inline __attribute__((always_inline)) void prefetch_lines(const void *p, 
 /* For a kernel walking one sequential stream in steps of `step` bytes
  * (step <= PREFETCH_PAGE), called with each step's address p: on the step
  * that enters a 4 KiB page, asks for the first line of the page two on
- * into L1. The hardware prefetchers follow a stream within a 4 KiB page
- * only (they see physical addresses, and the next page may be anywhere),
- * so at every page boundary the stream stalls until demand misses train
- * them again; the early request starts each page's stream before the
- * loads reach it. One compare a step, one request a page. On the AMD EPYC
- * (Zen 5) VM, int4 decode streamed 1.5 times as fast with it, int8 1.16
- * times (docs/performance.md). always_inline for the reason above. */
+ * (into L1 or L2, prefetch_tuning). The hardware prefetchers follow a
+ * stream within a 4 KiB page only (they see physical addresses, and the
+ * next page may be anywhere), so at every page boundary the stream stalls
+ * until demand misses train them again; the early request starts each
+ * page's stream before the loads reach it. One compare a step, one
+ * request a page. always_inline for the reason above. */
 static inline __attribute__((always_inline)) void prefetch_page(const void *p, size_t step)
 {
 	uintptr_t a = (uintptr_t)p;
-	if ((a & (PREFETCH_PAGE - 1)) < step)
-		_mm_prefetch((const char *)(a & ~(uintptr_t)(PREFETCH_PAGE - 1)) +
-				     PREFETCH_PAGE_AHEAD, _MM_HINT_T0);
+	if ((a & (PREFETCH_PAGE - 1)) < step) {
+		const char *next = (const char *)(a & ~(uintptr_t)(PREFETCH_PAGE - 1)) +
+				   PREFETCH_PAGE_AHEAD;
+		if (prefetch_tuning.page_l1)
+			_mm_prefetch(next, _MM_HINT_T0);
+		else
+			_mm_prefetch(next, _MM_HINT_T1);
+	}
 }
 
 #endif

@@ -283,7 +283,7 @@ int model_matrices(struct model *m, struct wmat **w, const char **names)
 
 int model_interleave(struct model *m, struct err *e)
 {
-	if ((!m->copied && !m->wide) || !cpu_is_amd())
+	if ((!m->copied && !m->wide) || !cpu_amd_family())
 		return 0;
 	struct wmat *ws[MODEL_MATRICES(m->cfg.n_layers)];
 	const char *names[MODEL_MATRICES(m->cfg.n_layers)];
