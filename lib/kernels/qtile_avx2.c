@@ -83,7 +83,7 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 {
 	const uint8_t *codes = p + g->area;
 	const size_t cb = type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
-	__m256 acc[NT];
+	__m256 acc[4];  /* NT <= 4; not acc[NT], which GCC keeps in memory */
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {

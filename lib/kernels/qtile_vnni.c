@@ -33,7 +33,7 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 	const uint8_t *codes = p + g->area;
 	const size_t cb = q4 ? 256 : q5 ? 256 + QTILE_PLANE : 512;
 	const int off = q4 ? -8 : type == WT_Q50 ? -16 : type == WT_Q51 ? 0 : -128;
-	__m512 acc[NT];
+	__m512 acc[8];  /* NT <= 8; not acc[NT], which GCC keeps in memory */
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
 		acc[t] = _mm512_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
