@@ -52,10 +52,14 @@ AI size_t w_size(const enum wtype wt)
 /* Columns k .. k + 15 (high 0) or k + 16 .. k + 31 (high 1) of an
  * interleaved bf16 row, k a multiple of 32: its columns are paired
  * (weights.h), so these are the low or the high halves of its 16 words
- * from k, widened in place. */
+ * from k, widened in place. The words are loaded into a register first:
+ * GCC would otherwise fold the load into the shift and the mask both, and
+ * the decode loop below, reading each line twice, streamed at half speed
+ * (docs/performance.md). */
 AI __m512 ld_paired(const void *row, int k, int high)
 {
 	__m512i v = _mm512_loadu_si512((const uint16_t *)row + wmat_il_col(k));
+	__asm__("" : "+v"(v));
 	if (high)
 		return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
 	return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
@@ -104,16 +108,19 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 	size_t ahead = prefetch_ahead(es * (size_t)RB * (size_t)cols);
 	int k = 0;
 	if (wt == WT_BF16 && il) {
-		/* paired columns: the 64 bytes at k give columns k .. k + 15,
-		 * then k + 16 .. k + 31 */
-		for (; k < cols; k += 32) {
-			_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-				prefetch_page((const uint16_t *)wr[i] + wmat_il_col(k), 64);
+		/* paired columns, a row's WMAT_IL_COLS at a time (the block's
+		 * rows one stream: one page check per chunk, on the first
+		 * row's): the 64 bytes at column c of a chunk give columns
+		 * c .. c + 15, then c + 16 .. c + 31 */
+		for (; k < cols; k += WMAT_IL_COLS) {
+			size_t at = es * wmat_il_col(k);
+			prefetch_page(wr[0] + at, es * 4 * WMAT_IL_COLS);
+			_Pragma("GCC unroll 2") for (int c = 0; c < WMAT_IL_COLS; c += 32)
 			_Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
 				__m512 wv[4];
 				_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-					wv[i] = ld_paired(wr[i], k, h);
-				fma_step(acc, wv, xr, k + 16 * h, RB, TB);
+					wv[i] = ld_paired(wr[i] + at, c, h);
+				fma_step(acc, wv, xr, k + c + 16 * h, RB, TB);
 			}
 		}
 	}
