@@ -13,7 +13,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void tune(void)
 {
 	if (cpu_amd_family() >= 26)
-		prefetch_tuning = (struct prefetch_tuning){ .page_l1 = 1, .line_ahead = 4096 };
+		prefetch_tuning = (struct prefetch_tuning){ .page_l1 = 1, .line_ahead = 4096,
+							    .q5_lines = 1 };
 }
 
 void prefetch_tune(void)

@@ -14,9 +14,10 @@
  * hardware, asking only for each new page's first line ahead
  * (prefetch_page) and, in qtile's, for each tile's scale area first
  * (prefetch_area); kquant's records, whose scales sit between the
- * codes, and qtile's Q5 tiles, whose bit planes are read into mask
- * registers, ask for every line some KiB ahead (prefetch_tuning) as well
- * as for each new page (prefetch_lines), which measured faster there.
+ * codes, and on some processors qtile's Q5 tiles, whose bit planes are
+ * read into mask registers, ask for every line some KiB ahead
+ * (prefetch_tuning) as well as for each new page (prefetch_lines), which
+ * measured faster there.
  *
  * Why a block ahead: a prefetch a few hundred bytes ahead in the same row
  * falls inside rows of the current block that are already on their way,
@@ -72,15 +73,19 @@ static inline __attribute__((always_inline)) void prefetch_area(const void *p, s
 /* How a stream asks ahead on this processor, chosen once by prefetch_tune
  * (which kernels_for calls before any kernel runs; docs/performance.md
  * has the measurements): whether prefetch_page asks for its line into L1
- * or into L2, and how far ahead prefetch_lines asks. On the AMD Zen 5 VM
- * the page's request into L1 streamed int4 1.5 times as fast as none and
- * lines 4 KiB ahead beat 8; on the Zen 4 VM the same request into L1 made
- * int4 and int8 decode 15% slower than one into L2 (or none), and lines 8
- * KiB ahead streamed the K-quants 10% faster than 4. So L1 and 4 KiB on
- * AMD family 26 and later, L2 and 8 KiB elsewhere (Intel unmeasured). */
+ * or into L2, how far ahead prefetch_lines asks, and whether the Q5 tiles
+ * ask for every line (q5_lines). On the AMD Zen 5 VM the page's request
+ * into L1 streamed int4 1.5 times as fast as none, lines 4 KiB ahead beat
+ * 8, and the Q5 tiles were faster with the lines asked for; on the Zen 4
+ * VM the same page request into L1 made int4 and int8 decode 15% slower
+ * than one into L2 (or none), lines 8 KiB ahead streamed the K-quant
+ * records 10% faster than 4, and the Q5 tiles' per-line requests cost
+ * q4_k_m's decode 15%. So L1, 4 KiB and the Q5 lines on AMD family 26 and
+ * later; L2, 8 KiB and the page only elsewhere (Intel unmeasured). */
 struct prefetch_tuning {
 	int page_l1;
 	size_t line_ahead;
+	int q5_lines;
 };
 extern struct prefetch_tuning prefetch_tuning;
 void prefetch_tune(void);

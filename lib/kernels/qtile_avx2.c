@@ -88,7 +88,8 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
 		prefetch_page(codes, cb);
-		if (wt_is_q5(type) && h == 0)  /* the second half reads the same lines */
+		/* (the second half reads the same lines) */
+		if (wt_is_q5(type) && prefetch_tuning.q5_lines && h == 0)
 			prefetch_lines(codes, cb);
 		__m256 ws = _mm256_setzero_ps();
 		size_t si = (size_t)b * QTILE_ROWS + 8 * (size_t)h;

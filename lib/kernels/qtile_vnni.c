@@ -38,7 +38,7 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 		acc[t] = _mm512_setzero_ps();
 	for (int b = 0; b < g->nb; b++, codes += cb) {
 		prefetch_page(codes, cb);
-		if (q5)
+		if (q5 && prefetch_tuning.q5_lines)
 			prefetch_lines(codes, cb);
 		__m512i u[8];
 		if (q4 || q5) {
