@@ -94,10 +94,10 @@ void prefetch_tune(void);
  * ahead, into L2: for a tiled kernel whose step through its stream the
  * hardware prefetchers follow badly alone, called once a step beside
  * prefetch_page. The K-quant records (scales between the codes, and bit
- * planes read beside the nibbles) and the Q5 tiles (a plane after each
- * block's codes, read into mask registers) are such steps; the int4 and
- * int8 tiles are not, and streamed slower with it. always_inline for the
- * reason above. */
+ * planes read beside the nibbles) are such steps, and on some processors
+ * the Q5 tiles (a plane after each block's codes, read into mask
+ * registers: prefetch_tuning.q5_lines); the int4 and int8 tiles are not,
+ * and streamed slower with it. always_inline for the reason above. */
 static inline __attribute__((always_inline)) void prefetch_lines(const void *p, size_t bytes)
 {
 	size_t ahead = prefetch_tuning.line_ahead;
