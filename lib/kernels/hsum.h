@@ -44,10 +44,10 @@ static inline __attribute__((always_inline)) float hsum_512(__m512 v)
 static inline __attribute__((always_inline)) __m256 hsum_512x8(const __m512 a[8])
 {
 	__m512 p[4], q[2];
-	for (int i = 0; i < 4; i++)  /* s[j] + s[j + 8]: [a.lo, b.lo] + [a.hi, b.hi] */
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)  /* s[j] + s[j + 8]: [a.lo, b.lo] + [a.hi, b.hi] */
 		p[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
 				     _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-	for (int i = 0; i < 2; i++)  /* + s[j + 4]: quarter i of q is accumulator i's */
+	_Pragma("GCC unroll 2") for (int i = 0; i < 2; i++)  /* + s[j + 4]: quarter i of q is accumulator i's */
 		q[i] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
 				     _mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
 	/* + s[j + 2]: in quarter i, accumulator i's two sums, then i + 4's */
