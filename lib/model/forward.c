@@ -154,7 +154,7 @@ static void att_part(void *arg, int i, int n)
 	int hd = c->head_dim, Q = c->n_heads * hd, KV = c->n_kv_heads * hd;
 	int group = c->n_heads / c->n_kv_heads, nsub = (group + ATT_MAXQ - 1) / ATT_MAXQ;
 	float scale = (float)pow(hd, -0.5);
-	const float *kc = f->kc + (size_t)j->layer * f->ctx * KV;
+	const float *kc = f->kc + (size_t)j->layer * f->ctx * KV;  /* the layer's heads */
 	const float *vc = f->vc + (size_t)j->layer * f->ctx * KV;
 	float *sc = f->scores + (size_t)i * ATT_MAXQ * f->ctx;
 	int lo, hi;
@@ -165,7 +165,8 @@ static void att_part(void *arg, int i, int n)
 		int nq = group - sub * ATT_MAXQ < ATT_MAXQ ? group - sub * ATT_MAXQ : ATT_MAXQ;
 		int pos = j->p0 + t;
 		const float *q = f->q + (size_t)t * Q + (size_t)h0 * hd;
-		f->k->att_scores(sc, f->ctx, q, nq, kc + (size_t)kvh * hd, KV, pos + 1, hd, scale);
+		size_t head = (size_t)kvh * f->ctx * hd;
+		f->k->att_scores(sc, f->ctx, q, nq, kc + head, hd, pos + 1, hd, scale);
 		for (int h = 0; h < nq; h++) {
 			f->k->softmax(sc + (size_t)h * f->ctx, pos + 1);
 			if (f->attn_trace)
@@ -174,7 +175,7 @@ static void att_part(void *arg, int i, int n)
 		}
 		float *out = f->att + (size_t)t * Q + (size_t)h0 * hd;
 		memset(out, 0, sizeof(float) * hd * (size_t)nq);
-		f->k->att_values(out, sc, f->ctx, nq, vc + (size_t)kvh * hd, KV, pos + 1, hd);
+		f->k->att_values(out, sc, f->ctx, nq, vc + head, hd, pos + 1, hd);
 	}
 }
 
@@ -188,6 +189,19 @@ static void trace(struct forward *f, int pos, int index, const float *h)
 {
 	if (f->trace)
 		f->trace(f->trace_arg, pos, index, h, f->m->cfg.hidden_size);
+}
+
+/* Position pos's keys and values of layer l (KV each) into the cache,
+ * head by head. */
+static void cache_kv(struct forward *f, int l, int pos, const float *k, const float *v)
+{
+	const struct model_config *c = &f->m->cfg;
+	int hd = c->head_dim;
+	for (int h = 0; h < c->n_kv_heads; h++) {
+		size_t at = (((size_t)l * c->n_kv_heads + h) * f->ctx + pos) * hd;
+		memcpy(f->kc + at, k + (size_t)h * hd, sizeof(float) * hd);
+		memcpy(f->vc + at, v + (size_t)h * hd, sizeof(float) * hd);
+	}
 }
 
 /* One chunk of T <= batch tokens at positions p0.. ; `last` says whether it
@@ -210,24 +224,24 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 
 	for (int l = 0; l < c->n_layers; l++) {
 		const struct layer_weights *L = &w->layers[l];
-		float *kc = f->kc + ((size_t)l * f->ctx + p0) * KV;
-		float *vc = f->vc + ((size_t)l * f->ctx + p0) * KV;
 		for (int t = 0; t < T; t++)
 			k->rmsnorm(f->xn + (size_t)t * H, f->x + (size_t)t * H, L->attn_norm, H, eps);
 		struct mm_job qkv = { .f = f, .n = 3, .mm = { { .w = &L->wq, .y = f->q, .ldy = Q },
-					{ .w = &L->wk, .y = kc, .ldy = KV },
-					{ .w = &L->wv, .y = vc, .ldy = KV } },
+					{ .w = &L->wk, .y = f->kn, .ldy = KV },
+					{ .w = &L->wv, .y = f->vn, .ldy = KV } },
 				      .x = f->xn, .ldx = H, .T = T };
 		run_mm(&qkv);
 		for (int t = 0; t < T; t++) {
 			const float *cs = f->rcos + (size_t)(p0 + t) * half;
 			const float *sn = f->rsin + (size_t)(p0 + t) * half;
-			float *qt = f->q + (size_t)t * Q, *kt = kc + (size_t)t * KV;
+			float *qt = f->q + (size_t)t * Q, *kt = f->kn + (size_t)t * KV,
+			      *vt = f->vn + (size_t)t * KV;
 			add(qt, L->bq, Q);
 			add(kt, L->bk, KV);
-			add(vc + (size_t)t * KV, L->bv, KV);
+			add(vt, L->bv, KV);
 			k->rope(qt, c->n_heads, hd, cs, sn);
 			k->rope(kt, c->n_kv_heads, hd, cs, sn);
+			cache_kv(f, l, p0 + t, kt, vt);
 		}
 		struct att_job aj = { .f = f, .layer = l, .p0 = p0, .T = T };
 		pool_run(f->pool, att_part, &aj);
@@ -431,6 +445,8 @@ int forward_init(struct forward *f, const struct model *m,
 	f->u = alloc(f, B * FF);
 	f->logits = alloc(f, B * V);
 	f->scores = alloc(f, (size_t)f->threads * ATT_MAXQ * C);
+	f->kn = alloc(f, B * KV);
+	f->vn = alloc(f, B * KV);
 	f->kc = alloc(f, L * C * KV);
 	f->vc = alloc(f, L * C * KV);
 	f->rcos = alloc(f, C * (size_t)(c->head_dim / 2));
@@ -438,7 +454,8 @@ int forward_init(struct forward *f, const struct model *m,
 	size_t widest = H > Q ? H : Q;
 	widest = FF > widest ? FF : widest;
 	if (!f->x || !f->xn || !f->tmp || !f->q || !f->att || !f->g || !f->u ||
-	    !f->logits || !f->scores || !f->kc || !f->vc || !f->rcos || !f->rsin ||
+	    !f->logits || !f->scores || !f->kn || !f->vn || !f->kc || !f->vc || !f->rcos ||
+	    !f->rsin ||
 	    (f->act8 && !(f->xa = q8a_alloc((int)widest, f->batch))) ||
 	    (f->b16act && !(f->xb = alloc_n(f, B * (size_t)btile_ldx((int)widest), sizeof *f->xb)))) {
 		size_t bytes = f->state_bytes;  /* forward_free clears it */
@@ -458,7 +475,7 @@ void forward_free(struct forward *f)
 {
 	pool_free(f->pool);
 	void *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
-			 f->scores, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xb };
+			 f->scores, f->kn, f->vn, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xb };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	memset(f, 0, sizeof *f);

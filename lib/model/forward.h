@@ -135,7 +135,10 @@ struct forward {
 	float *g, *u;    /* [B x FF] gate (then silu(gate) * up), up */
 	float *logits;   /* [B x V] */
 	float *scores;   /* [threads x ATT_MAXQ x ctx] attention weights */
-	float *kc, *vc;  /* [n_layers x ctx x KV] rotated keys, values */
+	float *kn, *vn;  /* [B x KV] this chunk's keys (rotated), values */
+	float *kc, *vc;  /* [n_layers x n_kv_heads x ctx x head_dim] the cache of
+			  * kn, vn: a head's rows one after the other, so that
+			  * attention reads them as one stream */
 	float *rcos, *rsin;  /* [ctx x head_dim / 2] RoPE table */
 	struct q8act *xa;    /* act8: [B] one product's inputs, quantized (q8a_alloc) */
 	uint16_t *xb;        /* b16act: [B x btile_ldx(widest input)] one product's
