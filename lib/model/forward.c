@@ -138,6 +138,14 @@ static inline __attribute__((always_inline)) void run_mm(struct mm_job *j)
 	pool_run(f->pool, mm_part, j);
 }
 
+/* Where KV head h's row for position pos of layer l starts in the cache
+ * (kc, vc; forward.h). */
+static size_t kv_at(const struct forward *f, int l, int h, int pos)
+{
+	const struct model_config *c = &f->m->cfg;
+	return (((size_t)l * c->n_kv_heads + h) * f->ctx + pos) * c->head_dim;
+}
+
 /* Attention of T queries (positions p0 .. p0 + T - 1) over the cache of
  * one layer, split by (token, KV head, up to ATT_MAXQ of the query heads
  * that share it), so that each cached row is read once for those heads. */
@@ -151,11 +159,9 @@ static void att_part(void *arg, int i, int n)
 	struct att_job *j = arg;
 	struct forward *f = j->f;
 	const struct model_config *c = &f->m->cfg;
-	int hd = c->head_dim, Q = c->n_heads * hd, KV = c->n_kv_heads * hd;
+	int hd = c->head_dim, Q = c->n_heads * hd;
 	int group = c->n_heads / c->n_kv_heads, nsub = (group + ATT_MAXQ - 1) / ATT_MAXQ;
 	float scale = (float)pow(hd, -0.5);
-	const float *kc = f->kc + (size_t)j->layer * f->ctx * KV;  /* the layer's heads */
-	const float *vc = f->vc + (size_t)j->layer * f->ctx * KV;
 	float *sc = f->scores + (size_t)i * ATT_MAXQ * f->ctx;
 	int lo, hi;
 	pool_split(j->T * c->n_kv_heads * nsub, i, n, 1, &lo, &hi);
@@ -165,8 +171,8 @@ static void att_part(void *arg, int i, int n)
 		int nq = group - sub * ATT_MAXQ < ATT_MAXQ ? group - sub * ATT_MAXQ : ATT_MAXQ;
 		int pos = j->p0 + t;
 		const float *q = f->q + (size_t)t * Q + (size_t)h0 * hd;
-		size_t head = (size_t)kvh * f->ctx * hd;
-		f->k->att_scores(sc, f->ctx, q, nq, kc + head, hd, pos + 1, hd, scale);
+		size_t head = kv_at(f, j->layer, kvh, 0);
+		f->k->att_scores(sc, f->ctx, q, nq, f->kc + head, hd, pos + 1, hd, scale);
 		for (int h = 0; h < nq; h++) {
 			f->k->softmax(sc + (size_t)h * f->ctx, pos + 1);
 			if (f->attn_trace)
@@ -175,7 +181,7 @@ static void att_part(void *arg, int i, int n)
 		}
 		float *out = f->att + (size_t)t * Q + (size_t)h0 * hd;
 		memset(out, 0, sizeof(float) * hd * (size_t)nq);
-		f->k->att_values(out, sc, f->ctx, nq, vc + head, hd, pos + 1, hd);
+		f->k->att_values(out, sc, f->ctx, nq, f->vc + head, hd, pos + 1, hd);
 	}
 }
 
@@ -198,7 +204,7 @@ static void cache_kv(struct forward *f, int l, int pos, const float *k, const fl
 	const struct model_config *c = &f->m->cfg;
 	int hd = c->head_dim;
 	for (int h = 0; h < c->n_kv_heads; h++) {
-		size_t at = (((size_t)l * c->n_kv_heads + h) * f->ctx + pos) * hd;
+		size_t at = kv_at(f, l, h, pos);
 		memcpy(f->kc + at, k + (size_t)h * hd, sizeof(float) * hd);
 		memcpy(f->vc + at, v + (size_t)h * hd, sizeof(float) * hd);
 	}
