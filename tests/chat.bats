@@ -119,7 +119,7 @@ count() { wc -w < "$1"; }
 	[ "${stderr_lines[0]}" = "chat: saved 2 messages to $HOME/c.json" ]
 	[ "${stderr_lines[1]}" = "chat: usage: /save FILE" ]
 	[ "${stderr_lines[2]}" = "chat: usage: /load FILE" ]
-	[ "${stderr_lines[3]}" = "tok: $BATS_TEST_TMPDIR/bad.json: messages[0]: content is not a string" ]
+	[ "${stderr_lines[3]}" = "tok: $BATS_TEST_TMPDIR/bad.json: messages[0]: content is not a string or an array of text parts" ]
 	[ "${stderr_lines[4]}" = "chat: loaded 2 messages from $HOME/c.json" ]
 	[ "$(jq -r '.[0].content' "$HOME/c.json")" = Hi ]
 }

@@ -102,6 +102,16 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 	run -0 diff "$d/want-bytes" <(head -n 8 "$d/bytes")
 }
 
+@test "serve: content as OpenAI's text parts is their texts joined by newlines" {
+	start_serve
+	d=$BATS_TEST_TMPDIR
+	"$GEN" --chat "$TINY" $'Who art\nthou?' --seed 3 -n 12 > "$d/want"
+	run -0 post /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "text", "text": "Who art"}, {"type": "text", "text": "thou?"}]}], "seed": 3, "max_tokens": 12}'
+	[ "$(st)" = 200 ]
+	[ "$(jq -j '.choices[0].message.content' <<<"$output")" = "$(cat "$d/want")" ]
+	[ "$(jq -r .usage.prompt_tokens <<<"$output")" = "$(tok chat --user $'Who art\nthou?' --count)" ]
+}
+
 @test "serve: /v1/completions is scripts/generate's text; logprobs match sample --logprobs" {
 	start_serve
 	d=$BATS_TEST_TMPDIR
@@ -165,6 +175,7 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 400|messages|{"messages": "Hi"}
 400|messages|{"messages": [{"role": "robot", "content": "Hi"}]}
 400|messages|{"messages": [{"role": "user", "content": 5}]}
+400|messages|{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}
 400|messages|{"messages": [$ok, $ok, $ok, $ok, $ok]}
 400|messages|{"prompt": "Hi"}
 400|temperature|{"messages": [$ok], "temperature": "hot"}

@@ -175,6 +175,18 @@ refuses() {
 	[ "$output" = "$(sed -n 3p "$GOLDEN/chat-template.jsonl" | jq -j .text)" ]
 }
 
+@test "chat takes content as OpenAI's text parts, joined by newlines" {
+	run --separate-stderr tok chat --text <<<'[{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":"there"}]}]'
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi\nthere<|im_end|>\n<|im_start|>assistant')" ]
+	run --separate-stderr -1 tok chat <<<'[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]'
+	[ "$stderr" = 'tok: <stdin>: messages[0]: content[1]: only parts of type "text" are supported' ]
+	run --separate-stderr -1 tok chat <<<'[{"role":"user","content":[{"type":"text","text":7}]}]'
+	[ "$stderr" = "tok: <stdin>: messages[0]: content[0]: text is not a string" ]
+	run --separate-stderr -1 tok chat <<<'[{"role":"user","content":null}]'
+	[ "$stderr" = "tok: <stdin>: messages[0]: content is not a string or an array of text parts" ]
+}
+
 @test "chat refuses a different template and bad messages" {
 	D="$BATS_TEST_TMPDIR/m"
 	mkdir "$D"
@@ -183,7 +195,7 @@ refuses() {
 	run --separate-stderr -1 tok chat --tokenizer "$D" --user hi
 	[ "$stderr" = "tok: $D/tokenizer_config.json: chat_template is not Qwen2.5's ChatML template, the only one implemented" ]
 	run --separate-stderr -1 tok chat <<<'[{"role":"user","content":1}]'
-	[ "$stderr" = "tok: <stdin>: messages[0]: content is not a string" ]
+	[ "$stderr" = "tok: <stdin>: messages[0]: content is not a string or an array of text parts" ]
 	run --separate-stderr -1 tok chat <<<'[{"role":"robot","content":"x"}]'
 	[ "$stderr" = "tok: <stdin>: messages[0]: role must be system, user, assistant or tool" ]
 	run --separate-stderr -1 tok chat <<<'[]'

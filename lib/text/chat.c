@@ -60,6 +60,51 @@ static int known_role(const char *r)
 	       !strcmp(r, "tool");
 }
 
+/* The text of message k's content: a string, or an array of content parts
+ * (OpenAI's form), each {"type": "text", "text": ...}, joined by newlines
+ * as llama-server joins them. Returns it (free with free()), or NULL with
+ * e set. */
+static char *content_text(const cJSON *content, size_t k, struct err *e)
+{
+	if (cJSON_IsString(content)) {
+		char *s = strdup(content->valuestring);
+		if (!s)
+			err_set(e, "out of memory");
+		return s;
+	}
+	if (!cJSON_IsArray(content)) {
+		err_set(e, "messages[%zu]: content is not a string or an array of text parts", k);
+		return NULL;
+	}
+	struct sbuf b = { 0 };
+	size_t i = 0;
+	const cJSON *part;
+	cJSON_ArrayForEach(part, content) {
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+		const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text")) {
+			err_set(e, "messages[%zu]: content[%zu]: only parts of type \"text\" are supported", k, i);
+			free(b.p);
+			return NULL;
+		}
+		if (!cJSON_IsString(text)) {
+			err_set(e, "messages[%zu]: content[%zu]: text is not a string", k, i);
+			free(b.p);
+			return NULL;
+		}
+		if (i++ > 0)
+			sbuf_puts(&b, "\n");
+		sbuf_puts(&b, text->valuestring);
+	}
+	sbuf_puts(&b, "");
+	if (b.oom || !b.p) {
+		free(b.p);
+		err_set(e, "out of memory");
+		return NULL;
+	}
+	return b.p;
+}
+
 int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count,
 	       struct err *e)
 {
@@ -105,14 +150,12 @@ int chat_from_json(const cJSON *j, struct chat_msg **msgs, size_t *count, struct
 			err_set(e, "messages[%zu]: role must be system, user, assistant or tool", k);
 			goto out;
 		}
-		if (!cJSON_IsString(content)) {
-			err_set(e, "messages[%zu]: content is not a string", k);
-			goto out;
-		}
 		m[k].role = strdup(role->valuestring);
-		m[k].content = strdup(content->valuestring);
+		m[k].content = content_text(content, k, e);
 		k++;
-		if (!m[k - 1].role || !m[k - 1].content) {
+		if (!m[k - 1].content)
+			goto out;
+		if (!m[k - 1].role) {
 			err_set(e, "out of memory");
 			goto out;
 		}

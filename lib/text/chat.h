@@ -10,8 +10,11 @@
  *     messages become one user turn of <tool_response> blocks)
  *   then, with the generation prompt, <|im_start|>assistant\n
  *
- * Left out, and refused: tool definitions and assistant tool_calls, roles
- * other than system/user/assistant/tool, content that is not a string.
+ * A message's content is a string, or an array of OpenAI's content parts
+ * of type "text", whose texts are joined by newlines (as llama-server
+ * joins them). Left out, and refused: tool definitions and assistant
+ * tool_calls, roles other than system/user/assistant/tool, other content
+ * (null, numbers, image or audio parts).
  * Because the template is code that a model may ship changed, chat_check
  * compares the model's template with the one implemented here and refuses
  * any other.
@@ -40,7 +43,8 @@ int chat_check_template(const char *t, size_t n, const char *name, struct err *e
 
 /* Parses a JSON array of {"role", "content"} objects from json[0..n).
  * On success *msgs (free with chat_free) holds *count messages. Errors name
- * the message: "messages[2]: content is not a string". */
+ * the message: "messages[2]: content is not a string or an array of text
+ * parts". */
 int chat_parse(const char *json, size_t n, struct chat_msg **msgs, size_t *count,
 	       struct err *e);
 
