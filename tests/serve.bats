@@ -78,6 +78,34 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 	assert_output 404
 	run -0 curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/chat/completions"
 	assert_output 405
+	# one model by its id, as OpenAI's GET /v1/models/{model}
+	run -0 curl -s --max-time 10 "$URL/v1/models/shakespeare-tiny"
+	[ "$(jq -r '.id, .object' <<<"$output")" = $'shakespeare-tiny\nmodel' ]
+	run -0 curl -s --max-time 10 -w ' %{http_code}' "$URL/v1/models/gpt-4"
+	assert_output '{"error":{"message":"no model '"'gpt-4'"' here (this server'"'"'s is '"'shakespeare-tiny'"')","type":"invalid_request_error","param":"model","code":null}} 404'
+}
+
+@test "serve: a page from another origin may call it (CORS), as llama-server's" {
+	start_serve --api-key k
+	# the preflight: no key needed, the methods and the headers asked for
+	run -0 curl -s --max-time 10 -D - -o /dev/null -X OPTIONS "$URL/v1/chat/completions" \
+		-H 'Origin: http://example.org' -H 'Access-Control-Request-Method: POST' \
+		-H 'Access-Control-Request-Headers: authorization,content-type'
+	assert_line --index 0 --regexp '^HTTP/1.1 204'
+	assert_line $'Access-Control-Allow-Origin: *\r'
+	assert_line $'Access-Control-Allow-Headers: authorization,content-type\r'
+	assert_line --regexp '^Access-Control-Allow-Methods: .*POST'
+	# answers, errors and streams carry the origin header; the key is still needed
+	for body in '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}' \
+		    '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "stream": true}'; do
+		run -0 curl -s --max-time 30 -D - -o /dev/null -H 'Origin: http://example.org' \
+			-H 'Authorization: Bearer k' "$URL/v1/chat/completions" -d "$body"
+		assert_line --index 0 --regexp '^HTTP/1.1 200'
+		assert_line $'Access-Control-Allow-Origin: *\r'
+	done
+	run -0 curl -s --max-time 10 -D - -o /dev/null -H 'Origin: http://example.org' "$URL/v1/models"
+	assert_line --index 0 --regexp '^HTTP/1.1 401'
+	assert_line $'Access-Control-Allow-Origin: *\r'
 }
 
 @test "serve: a chat is scripts/generate --chat's text with the same seed and settings, streamed or not" {

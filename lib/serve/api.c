@@ -339,17 +339,27 @@ char *api_error_json(const char *msg, const char *type, const char *param)
 	return print(j);
 }
 
-char *api_models_json(const char *name, long created)
+static cJSON *model_object(const char *name, long created)
 {
-	cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "data");
 	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "object", "list");
 	cJSON_AddStringToObject(m, "id", name);
 	cJSON_AddStringToObject(m, "object", "model");
 	cJSON_AddNumberToObject(m, "created", (double)created);
 	cJSON_AddStringToObject(m, "owned_by", "qwenpipe");
-	cJSON_AddItemToArray(a, m);
+	return m;
+}
+
+char *api_models_json(const char *name, long created)
+{
+	cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "data");
+	cJSON_AddStringToObject(j, "object", "list");
+	cJSON_AddItemToArray(a, model_object(name, created));
 	return print(j);
+}
+
+char *api_model_json(const char *name, long created)
+{
+	return print(model_object(name, created));
 }
 
 static atomic_long next_id;

@@ -87,8 +87,10 @@ int api_prompt_ids(const struct api_req *r, struct tokenizer *t, struct idvec *o
  * param NULL or "" is null. Returns a string to free(), or NULL. */
 char *api_error_json(const char *msg, const char *type, const char *param);
 
-/* The model list of GET /v1/models, one model named name. */
+/* The model list of GET /v1/models, one model named name; and that model
+ * alone, as GET /v1/models/NAME answers. */
 char *api_models_json(const char *name, long created);
+char *api_model_json(const char *name, long created);
 
 /* A generation in progress. */
 struct api_gen {

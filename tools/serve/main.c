@@ -91,7 +91,8 @@ static const struct cli_spec spec = {
 	.usage = "serve MODEL [--host ADDR] [--port N] [--parallel N] [--api-key KEY] [FLAGS...]",
 	.about = "Serves the model over HTTP with the OpenAI API, as llama-server does:\n"
 		 "POST /v1/chat/completions (streamed or not), POST /v1/completions,\n"
-		 "GET /v1/models, GET /health. Each slot is a forward process that keeps\n"
+		 "GET /v1/models[/NAME], GET /health; answers may be read from any\n"
+		 "origin (CORS). Each slot is a forward process that keeps\n"
 		 "its context, so a conversation's next turn computes only its new\n"
 		 "positions. The sampling defaults are the model's generation_config.json,\n"
 		 "then these flags, then each request's fields.\n",
@@ -256,6 +257,33 @@ static int authorized(struct MHD_Connection *con)
 	return d == 0;
 }
 
+/* Every answer may be read by a page from any origin (as llama-server's):
+ * the server is a local tool, and the API key, where one is set, is what
+ * guards it. */
+static void allow_origin(struct MHD_Response *r)
+{
+	MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+}
+
+/* A browser's CORS preflight (OPTIONS, on any path, without the key, which
+ * a preflight never carries): the methods and the headers asked for. */
+static enum MHD_Result send_preflight(struct MHD_Connection *con)
+{
+	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+						    "Access-Control-Request-Headers");
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	allow_origin(r);
+	MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+	MHD_add_response_header(r, "Access-Control-Allow-Headers",
+				h && *h ? h : "Authorization, Content-Type");
+	MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+	enum MHD_Result rc = MHD_queue_response(con, MHD_HTTP_NO_CONTENT, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 static enum MHD_Result send_text(struct MHD_Connection *con, unsigned status,
 				 const char *type, char *body)
 {
@@ -264,6 +292,7 @@ static enum MHD_Result send_text(struct MHD_Connection *con, unsigned status,
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body,
 								 MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, "Content-Type", type);
+	allow_origin(r);
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(r, "Retry-After", "1");
 	if (status == MHD_HTTP_UNAUTHORIZED)
@@ -411,6 +440,7 @@ static enum MHD_Result complete(struct MHD_Connection *con, struct conn *c)
 		}
 		MHD_add_response_header(r, "Content-Type", "text/event-stream");
 		MHD_add_response_header(r, "Cache-Control", "no-cache");
+		allow_origin(r);
 		rc = MHD_queue_response(con, MHD_HTTP_OK, r);
 		MHD_destroy_response(r);
 		idvec_free(&ids);
@@ -444,6 +474,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
 			return MHD_NO;
 		*con_cls = c;
 		int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+		if (!strcmp(method, "OPTIONS"))
+			return send_preflight(con);
 		if (!strcmp(url, "/health"))
 			return get ? send_health(con) :
 				     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -457,6 +489,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
 					       api_models_json(S.alias, S.created)) :
 				     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
 						"/v1/models: use GET", NULL);
+		if (!strncmp(url, "/v1/models/", 11)) {
+			if (!get)
+				return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
+						  "/v1/models: use GET", NULL);
+			if (strcmp(url + 11, S.alias)) {
+				char msg[512];
+				snprintf(msg, sizeof msg, "no model '%.200s' here (this server's is '%.200s')",
+					 url + 11, S.alias);
+				return send_error(con, MHD_HTTP_NOT_FOUND, msg, "model");
+			}
+			return send_text(con, MHD_HTTP_OK, "application/json",
+					 api_model_json(S.alias, S.created));
+		}
 		if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/completions")) {
 			c->kind = url[4] == 'c' && url[5] == 'h' ? API_CHAT : API_COMPLETION;
 			if (!post)
