@@ -153,6 +153,14 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 	jq -c '.logprob' "$d/lp" > "$d/exp"
 	[ "$(wc -l < "$d/got")" = 16 ]
 	run -0 awk 'NR == FNR { a[NR] = $1; next } { d = a[FNR] - $1; if (d < 0) d = -d; if (d > 1e-6) { print FNR ": " a[FNR] " " $1; bad = 1 } } END { exit bad }' "$d/got" "$d/exp"
+	# the prompt as token ids, as llama-server and OpenAI take it
+	ids=$(printf 'ROMEO:' | tok encode | jq -sc .)
+	run -0 post /v1/completions "{\"prompt\": $ids, \"seed\": 5, \"max_tokens\": 16}"
+	[ "$(st)" = 200 ]
+	[ "$(jq -j '.choices[0].text' <<<"$output")" = "$(cat "$d/want")" ]
+	run -0 post /v1/completions '{"prompt": [3361, 151665], "max_tokens": 2}'
+	[ "$(st)" = 400 ]
+	[ "$(jq -r .error.message <<<"$output")" = "prompt[1]: 151665 is not a token id (0 to 151664)" ]
 }
 
 @test "serve: a conversation's next turn computes only its new positions, and answers as a fresh pipeline" {
@@ -236,8 +244,10 @@ EOF2
 	[ "$(jq -r .error.message <<<"$output")" = "temperature: 3000 is out of range [0, 100]" ]
 	run -0 post /v1/chat/completions "{\"messages\": [$ok], \"tools\": [{}]}"
 	[ "$(jq -r .error.message <<<"$output")" = "tools: tools and function calling are not supported" ]
-	run -0 post /v1/completions '{"prompt": 5}'
-	[ "$(st)" = 400 ] && [ "$(jq -r .error.param <<<"$output")" = prompt ]
+	for body in '{"prompt": 5}' '{"prompt": []}' '{"prompt": ["a", "b"]}' '{"prompt": [1, -2]}' '{"prompt": [1.5]}'; do
+		run -0 post /v1/completions "$body"
+		[ "$(st)" = 400 ] && [ "$(jq -r .error.param <<<"$output")" = prompt ]
+	done
 	# bytes that are not UTF-8
 	run -0 post /v1/chat/completions $'{"messages": [{"role": "user", "content": "\xff"}]}'
 	[ "$(st)" = 400 ]

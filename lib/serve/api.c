@@ -162,6 +162,25 @@ one:
 	return 0;
 }
 
+/* A prompt of token ids: an array of integers in [0, 2^31), each checked
+ * against the tokenizer later (api_prompt_ids). */
+static int prompt_ids(const cJSON *a, struct idvec *ids, char *param, struct err *e)
+{
+	size_t i = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, a) {
+		double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+		if (!(d >= 0 && d <= INT32_MAX && d == (int32_t)d)) {
+			snprintf(param, API_PARAM_MAX, "prompt");
+			return err_set(e, "prompt[%zu]: expected a token id (an integer >= 0)", i);
+		}
+		if (idvec_push(ids, (int32_t)d) < 0)
+			return err_set(e, "out of memory");
+		i++;
+	}
+	return 0;
+}
+
 int api_parse(struct api_req *r, enum api_kind kind, const char *body, size_t n,
 	      const struct api_limits *lim, char *param, struct err *e)
 {
@@ -250,17 +269,24 @@ int api_parse(struct api_req *r, enum api_kind kind, const char *body, size_t n,
 		}
 	} else {
 		v = cJSON_GetObjectItemCaseSensitive(j, "prompt");
-		if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1)
-			v = cJSON_GetArrayItem(v, 0);
-		if (!cJSON_IsString(v)) {
-			bad(param, "prompt", e, "%s: expected a string%s", "");
+		/* one prompt: a string or ids, alone or as an array's one item */
+		if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 &&
+		    (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
+			v = v->child;
+		if (cJSON_IsArray(v) && (cJSON_IsString(v->child) || cJSON_IsArray(v->child))) {
+			bad(param, "prompt", e, "%s: one prompt per request%s", "");
 			goto out;
 		}
-		if (!*v->valuestring) {
+		if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0) {
+			if (prompt_ids(v, &r->ids, param, e) < 0)
+				goto out;
+		} else if (!cJSON_IsString(v)) {
+			bad(param, "prompt", e, "%s: expected a string or an array of token ids%s", "");
+			goto out;
+		} else if (!*v->valuestring) {
 			bad(param, "prompt", e, "%s: empty%s", "");
 			goto out;
-		}
-		if (!(r->prompt = strdup(v->valuestring))) {
+		} else if (!(r->prompt = strdup(v->valuestring))) {
 			err_set(e, "out of memory");
 			goto out;
 		}
@@ -278,12 +304,23 @@ void api_req_free(struct api_req *r)
 	free(r->stops);
 	chat_free(r->msgs, r->n_msgs);
 	free(r->prompt);
+	idvec_free(&r->ids);
 	*r = (struct api_req){ 0 };
 }
 
 int api_prompt_ids(const struct api_req *r, struct tokenizer *t, struct idvec *out,
 		   struct err *e)
 {
+	if (r->kind == API_COMPLETION && !r->prompt) {
+		for (size_t i = 0; i < r->ids.n; i++)
+			if (r->ids.v[i] >= tok_n_ids(t))
+				return err_set(e, "prompt[%zu]: %d is not a token id (0 to %d)", i,
+					       (int)r->ids.v[i], (int)tok_n_ids(t) - 1);
+		for (size_t i = 0; i < r->ids.n; i++)
+			if (idvec_push(out, r->ids.v[i]) < 0)
+				return err_set(e, "out of memory");
+		return 0;
+	}
 	if (r->kind == API_COMPLETION)
 		return tok_encode(t, (const unsigned char *)r->prompt, strlen(r->prompt), 0, out,
 				  NULL, e);

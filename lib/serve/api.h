@@ -11,8 +11,10 @@
  *                              top_k, min_p, repeat_penalty, seed, stop
  *                              (a string or an array), logprobs,
  *                              top_logprobs, and llama-server's ignore_eos
- *   POST /v1/completions       prompt (a string) and the same fields,
- *                              logprobs an integer there
+ *   POST /v1/completions       prompt (a string, or token ids: an array
+ *                              of integers, as llama-server and OpenAI
+ *                              take them) and the same fields, logprobs
+ *                              an integer there
  *
  * Unknown fields are ignored. A field of the wrong type or out of range is
  * refused with its name; so are what is not supported rather than
@@ -67,7 +69,8 @@ struct api_req {
 	int top_logprobs;      /* and this many alternatives */
 	struct chat_msg *msgs; /* chat */
 	size_t n_msgs;
-	char *prompt;          /* completion */
+	char *prompt;          /* completion: the text, or NULL and */
+	struct idvec ids;      /* its token ids */
 };
 
 /* Parses a request body[0..n). Returns 0, or -1 with e set and param
@@ -78,7 +81,8 @@ int api_parse(struct api_req *r, enum api_kind kind, const char *body, size_t n,
 void api_req_free(struct api_req *r);
 
 /* The prompt's ids: the chat template's rendering, or the prompt text,
- * encoded as `tok chat` and `tok encode` do. t is used by one thread at a
+ * encoded as `tok chat` and `tok encode` do, or the ids given (each a
+ * token of t, or an error naming it). t is used by one thread at a
  * time (the caller locks). Returns 0 or -1. */
 int api_prompt_ids(const struct api_req *r, struct tokenizer *t, struct idvec *out,
 		   struct err *e);
