@@ -83,6 +83,9 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 	[ "$(jq -r '.id, .object' <<<"$output")" = $'shakespeare-tiny\nmodel' ]
 	run -0 curl -s --max-time 10 -w ' %{http_code}' "$URL/v1/models/gpt-4"
 	assert_output '{"error":{"message":"no model '"'gpt-4'"' here (this server'"'"'s is '"'shakespeare-tiny'"')","type":"invalid_request_error","param":"model","code":null}} 404'
+	# GETs keep the connection open: the second and third reuse the first's
+	run -0 curl -s --max-time 10 -o /dev/null -o /dev/null -o /dev/null -w '%{num_connects}\n' "$URL/health" "$URL/v1/models" "$URL/health"
+	assert_output $'1\n0\n0'
 }
 
 @test "serve: a page from another origin may call it (CORS), as llama-server's" {
@@ -400,6 +403,14 @@ wait_health() {
 	"$GEN" --chat "$TINY" "Good morrow" --seed 11 -n 20 > "$d/want"
 	run -0 cmp "$d/want" "$d/text"
 	[ "$chunks" = "$(wc -l < "$d/ids")" ]
+}
+
+@test "serve: the openai npm client lists and retrieves the model" {
+	[ -d "$ROOT/tests/openai/node_modules/openai" ] ||
+		skip "the openai client is not installed (tests/openai/node_modules); run: cd tests/openai && npm ci"
+	start_serve
+	run -0 node "$ROOT/tests/openai/models.js" "$URL/v1"
+	assert_output $'listed: shakespeare-tiny\nretrieved: shakespeare-tiny model\nmissing: 404'
 }
 
 @test "serve: SIGTERM ends it and its forwards, also with a request in flight and one waiting" {

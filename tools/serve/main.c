@@ -329,6 +329,7 @@ static enum MHD_Result send_health(struct MHD_Connection *con)
 struct conn {
 	enum api_kind kind;
 	int route;            /* 0 not found, 1 a POST endpoint */
+	int later;            /* not a POST: routed once its body is read */
 	struct sbuf body;
 	int too_big;
 };
@@ -463,60 +464,82 @@ out:
 	return rc;
 }
 
+/* A request's answer from its method and URL alone, or, for the
+ * completions, c->route set to read the body. */
+static enum MHD_Result route(struct MHD_Connection *con, struct conn *c, const char *url,
+			     const char *method)
+{
+	int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+	if (!strcmp(method, "OPTIONS"))
+		return send_preflight(con);
+	if (!strcmp(url, "/health"))
+		return get ? send_health(con) :
+			     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
+					"/health: use GET", NULL);
+	if (!strncmp(url, "/v1/", 4) && !authorized(con))
+		return send_error(con, MHD_HTTP_UNAUTHORIZED,
+				  "a valid API key is needed (Authorization: Bearer KEY)",
+				  NULL);
+	if (!strcmp(url, "/v1/models"))
+		return get ? send_text(con, MHD_HTTP_OK, "application/json",
+				       api_models_json(S.alias, S.created)) :
+			     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
+					"/v1/models: use GET", NULL);
+	if (!strncmp(url, "/v1/models/", 11)) {
+		if (!get)
+			return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
+					  "/v1/models: use GET", NULL);
+		if (strcmp(url + 11, S.alias)) {
+			char msg[512];
+			snprintf(msg, sizeof msg, "no model '%.200s' here (this server's is '%.200s')",
+				 url + 11, S.alias);
+			return send_error(con, MHD_HTTP_NOT_FOUND, msg, "model");
+		}
+		return send_text(con, MHD_HTTP_OK, "application/json",
+				 api_model_json(S.alias, S.created));
+	}
+	if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/completions")) {
+		c->kind = url[4] == 'c' && url[5] == 'h' ? API_CHAT : API_COMPLETION;
+		if (!post)
+			return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
+					  "use POST", NULL);
+		const char *len = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+							      "Content-Length");
+		if (len && strtoull(len, NULL, 10) > (unsigned long long)S.max_body)
+			return send_error(con, MHD_HTTP_CONTENT_TOO_LARGE,
+					  "the request body is larger than serve --max-body",
+					  NULL);
+		c->route = 1;
+		return MHD_YES;
+	}
+	return send_error(con, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char *url,
 			      const char *method, const char *version, const char *data,
 			      size_t *size, void **con_cls)
 {
 	(void)cls, (void)version;
 	struct conn *c = *con_cls;
-	if (!c) {  /* the headers: answer what needs no body at once */
+	if (!c) {  /* the headers */
 		if (!(c = calloc(1, sizeof *c)))
 			return MHD_NO;
 		*con_cls = c;
-		int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-		if (!strcmp(method, "OPTIONS"))
-			return send_preflight(con);
-		if (!strcmp(url, "/health"))
-			return get ? send_health(con) :
-				     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-						"/health: use GET", NULL);
-		if (!strncmp(url, "/v1/", 4) && !authorized(con))
-			return send_error(con, MHD_HTTP_UNAUTHORIZED,
-					  "a valid API key is needed (Authorization: Bearer KEY)",
-					  NULL);
-		if (!strcmp(url, "/v1/models"))
-			return get ? send_text(con, MHD_HTTP_OK, "application/json",
-					       api_models_json(S.alias, S.created)) :
-				     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-						"/v1/models: use GET", NULL);
-		if (!strncmp(url, "/v1/models/", 11)) {
-			if (!get)
-				return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-						  "/v1/models: use GET", NULL);
-			if (strcmp(url + 11, S.alias)) {
-				char msg[512];
-				snprintf(msg, sizeof msg, "no model '%.200s' here (this server's is '%.200s')",
-					 url + 11, S.alias);
-				return send_error(con, MHD_HTTP_NOT_FOUND, msg, "model");
-			}
-			return send_text(con, MHD_HTTP_OK, "application/json",
-					 api_model_json(S.alias, S.created));
-		}
-		if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/completions")) {
-			c->kind = url[4] == 'c' && url[5] == 'h' ? API_CHAT : API_COMPLETION;
-			if (!post)
-				return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-						  "use POST", NULL);
-			const char *len = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-								      "Content-Length");
-			if (len && strtoull(len, NULL, 10) > (unsigned long long)S.max_body)
-				return send_error(con, MHD_HTTP_CONTENT_TOO_LARGE,
-						  "the request body is larger than serve --max-body",
-						  NULL);
-			c->route = 1;
+		/* A POST is routed now (a refusal need not wait for its body);
+		 * anything else once its (empty) body is read, so that the
+		 * answer keeps the connection open for the next request. */
+		if (!strcmp(method, "POST"))
+			return route(con, c, url, method);
+		c->later = 1;
+		return MHD_YES;
+	}
+	if (c->later) {
+		if (*size) {  /* a body where none belongs: dropped */
+			*size = 0;
 			return MHD_YES;
 		}
-		return send_error(con, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL);
+		c->later = 0;
+		return route(con, c, url, method);
 	}
 	if (!c->route)
 		return MHD_YES;  /* the answer is queued; the body is dropped */
