@@ -82,7 +82,7 @@ int main(void)
 		for (int l = 0; l < 2; l++)
 			w[l][m] = (struct wmat){ .type = WT_BF16, .rows = rows, .cols = cols,
 						 .data = l ? b : a };
-		if (!wmat_can_interleave(&w[1][m]) || kern_interleave(&w[1][m], b) < 0) {
+		if (!wmat_can_interleave(&w[1][m]) || kern_interleave(&w[1][m], b, 0) < 0) {
 			fprintf(stderr, "bench/stream: cannot interleave a %dx%d matrix\n", rows, cols);
 			return 1;
 		}

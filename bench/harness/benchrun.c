@@ -246,7 +246,7 @@ int bench_kernel_gbs(const struct kernels *k, const struct wmat *like, int act8,
 		}
 		btile_pack_rows(&w, tiles, 0, rows);
 		btile_view(&w, tiles, &w);
-	} else if (like->il && kern_interleave(&w, data) < 0) {
+	} else if (like->il && kern_interleave(&w, data, like->il == 2) < 0) {
 		err_set(e, "out of memory for a %dx%d kernel test", rows, cols);
 		goto done;
 	}

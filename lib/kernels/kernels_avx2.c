@@ -131,19 +131,30 @@ AI void rows(const struct kern_mm *m, const enum wtype wt)
 			block(m, r, t, 1, wt);
 }
 
+/* Column panels (il 2) are the AVX-512 kernels' layout, which a model
+ * takes only where those run (model_interleave); a table capped below
+ * them reads such a matrix through the reference, ref. */
+AI void products(const struct kern_mm *m, const enum wtype wt, kern_mm_fn *ref)
+{
+	if (m->w->il == 2)
+		ref(m);
+	else
+		rows(m, wt);
+}
+
 void kern_mm_f32_avx2(const struct kern_mm *m)
 {
-	rows(m, WT_F32);
+	products(m, WT_F32, kern_mm_f32_scalar);
 }
 
 void kern_mm_bf16_avx2(const struct kern_mm *m)
 {
-	rows(m, WT_BF16);
+	products(m, WT_BF16, kern_mm_bf16_scalar);
 }
 
 void kern_mm_f16_avx2(const struct kern_mm *m)
 {
-	rows(m, WT_F16);
+	products(m, WT_F16, kern_mm_f16_scalar);
 }
 
 /* The lane primitives of kernels_simd.h: lanes 0-7 in lo, 8-15 in hi;

@@ -77,11 +77,23 @@ AI void fma_step(__m512 acc[4][6], const __m512 wv[4], const float *const xr[6],
 	}
 }
 
+/* A matrix in column panels (il 2, weights.h) is multiplied a panel at a
+ * time, and each (row, input)'s 16 lanes are carried from one panel to the
+ * next: row r's against input t at v[(r - r0) * ld + t]. The first panel
+ * starts from zero, the last folds into y, so the bits are those of one
+ * pass over the whole row. */
+struct carry {
+	__m512 *v;
+	int ld, r0;
+	int first, last;
+};
+
 /* A block of RB <= 4 rows by TB <= 6 inputs (constants where this is
  * inlined): RB * TB accumulators (24 of the 32 registers, the 4 rows of
  * weights and one input beside them). wt: the weights' type; each output
  * is the canonical dot of a row and an input of m->x (16 columns a step,
- * the tail through masked lanes). With interleaved rows
+ * the tail through masked lanes), or with a carry (cy, not NULL) a
+ * panel's part of it. With interleaved rows
  * (w->il, weights.h) column k of a row is at wr[i] + wmat_il_col(k) (a
  * bf16 row's columns paired), and the four rows of a block are one
  * sequential stream, which asks for each next page (prefetch_page); then
@@ -89,7 +101,7 @@ AI void fma_step(__m512 acc[4][6], const __m512 wv[4], const float *const xr[6],
  * here: a copy of every block for each layout would double the code, and
  * the offset costs a few integer operations per 16 columns.) */
 AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB,
-	      const enum wtype wt)
+	      const enum wtype wt, const struct carry *cy)
 {
 	const struct wmat *w = m->w;
 	int cols = w->cols, il = w->il;
@@ -98,7 +110,8 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 	__m512 acc[4][6];
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
 	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
-		acc[i][j] = _mm512_setzero_ps();
+		acc[i][j] = cy && !cy->first ? cy->v[(r + i - cy->r0) * cy->ld + t0 + j]
+					    : _mm512_setzero_ps();
 	const unsigned char *wr[4];
 	const float *xr[6];
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
@@ -149,24 +162,29 @@ AI void block(const struct kern_mm *m, int r, int t0, const int RB, const int TB
 		}
 	}
 	_Pragma("GCC unroll 4") for (int i = 0; i < RB; i++)
-	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++)
-		m->y[(size_t)(t0 + j) * m->ldy + r + i] = hsum_512(acc[i][j]);
+	_Pragma("GCC unroll 6") for (int j = 0; j < TB; j++) {
+		if (cy && !cy->last)
+			cy->v[(r + i - cy->r0) * cy->ld + t0 + j] = acc[i][j];
+		else
+			m->y[(size_t)(t0 + j) * m->ldy + r + i] = hsum_512(acc[i][j]);
+	}
 }
 
 /* Rows r .. r + RB - 1 (RB a constant where this is inlined) times the T
  * inputs (T is m->T, passed to be a constant where it is known): 6 at a
  * time, then the rest in one block. */
-AI void row_block(const struct kern_mm *m, int T, int r, const int RB, const enum wtype wt)
+AI void row_block(const struct kern_mm *m, int T, int r, const int RB, const enum wtype wt,
+		  const struct carry *cy)
 {
 	int t = 0;
 	for (; t + 6 <= T; t += 6)
-		block(m, r, t, RB, 6, wt);
+		block(m, r, t, RB, 6, wt, cy);
 	switch (T - t) {
-	case 5: block(m, r, t, RB, 5, wt); break;
-	case 4: block(m, r, t, RB, 4, wt); break;
-	case 3: block(m, r, t, RB, 3, wt); break;
-	case 2: block(m, r, t, RB, 2, wt); break;
-	case 1: block(m, r, t, RB, 1, wt); break;
+	case 5: block(m, r, t, RB, 5, wt, cy); break;
+	case 4: block(m, r, t, RB, 4, wt, cy); break;
+	case 3: block(m, r, t, RB, 3, wt, cy); break;
+	case 2: block(m, r, t, RB, 2, wt, cy); break;
+	case 1: block(m, r, t, RB, 1, wt, cy); break;
 	}
 }
 
@@ -174,15 +192,44 @@ AI void row_block(const struct kern_mm *m, int T, int r, const int RB, const enu
  * rows one at a time. Interleaved rows go in whole blocks of 4 from a
  * multiple of 4 (the rows before it one at a time), so that a block is one
  * stream. */
-AI void rows(const struct kern_mm *m, int T, const enum wtype wt)
+AI void rows(const struct kern_mm *m, int T, const enum wtype wt, const struct carry *cy)
 {
 	int r = m->r0, r1 = m->r1, il = m->w->il;
 	for (; il && r < r1 && r % 4; r++)
-		row_block(m, T, r, 1, wt);
+		row_block(m, T, r, 1, wt, cy);
 	for (; r + 4 <= r1; r += 4)
-		row_block(m, T, r, 4, wt);
+		row_block(m, T, r, 4, wt, cy);
 	for (; r < r1; r++)
-		row_block(m, T, r, 1, wt);
+		row_block(m, T, r, 1, wt, cy);
+}
+
+/* The sums carried between panels: rows go in groups of CARRY_VECS / T
+ * (decode: every row at once, so the matrix is one stream). */
+#define CARRY_VECS 1024
+
+/* A matrix in column panels (T < PK_MIN_T): each group of rows panel by
+ * panel, every panel a matrix of its own (wmat_panel) against its columns
+ * of the inputs. */
+AI void panel_rows(const struct kern_mm *m, int T, const enum wtype wt)
+{
+	const struct wmat *w = m->w;
+	int np = (w->cols + WMAT_PANEL_COLS - 1) / WMAT_PANEL_COLS, g1;
+	int G = CARRY_VECS / T / 4 * 4;
+	__m512 v[CARRY_VECS];
+	for (int g = m->r0; g < m->r1; g = g1) {
+		g1 = m->r1 - g > G ? g + G : m->r1;
+		for (int p = 0; p < np; p++) {
+			struct wmat pw = wmat_panel(w, p, w_size(wt));
+			struct kern_mm pm = *m;
+			pm.w = &pw;
+			pm.x = m->x + (size_t)p * WMAT_PANEL_COLS;
+			pm.r0 = g;
+			pm.r1 = g1;
+			struct carry cy = { .v = v, .ld = T, .r0 = g, .first = p == 0,
+					    .last = p == np - 1 };
+			rows(&pm, T, wt, &cy);
+		}
+	}
 }
 
 /* ---- several inputs at once (prefill): panels of widened rows ----
@@ -309,33 +356,52 @@ AI void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r, in
  * inputs (decode, drafts) stream the rows through the blocks above; more
  * go through panels, each row widened once (the panel's columns beyond
  * cols zero). */
+/* Row r of w (of type wt, not in panels), widened into dst. */
+AI void widen_cols(const struct wmat *w, int r, float *dst, const enum wtype wt)
+{
+	size_t es = w_size(wt);
+	int cols = w->cols, il = w->il, k = 0;
+	const unsigned char *src = (const unsigned char *)w->data + es * wmat_row_at(r, cols, il);
+	if (wt == WT_BF16 && il)
+		for (; k < cols; k += 32) {
+			_mm512_storeu_ps(dst + k, ld_paired(src, k, 0));
+			_mm512_storeu_ps(dst + k + 16, ld_paired(src, k, 1));
+		}
+	for (; k + 16 <= cols; k += 16)
+		_mm512_storeu_ps(dst + k, ld_w(src, il ? wmat_il_col(k) : (size_t)k, wt));
+	if (k < cols)
+		_mm512_storeu_ps(dst + k, ld_w_tail(src, (size_t)k, tail_mask(cols - k), wt));
+}
+
+/* The same for any w: in panels, each panel's part of the row. */
+AI void widen_row(const struct wmat *w, int r, float *dst, const enum wtype wt)
+{
+	if (w->il != 2) {
+		widen_cols(w, r, dst, wt);
+		return;
+	}
+	for (int p = 0; p * WMAT_PANEL_COLS < w->cols; p++) {
+		struct wmat pw = wmat_panel(w, p, w_size(wt));
+		widen_cols(&pw, r, dst + (size_t)p * WMAT_PANEL_COLS, wt);
+	}
+}
+
 AI void products(const struct kern_mm *m, const enum wtype wt)
 {
 	if (m->T < PK_MIN_T) {
-		rows(m, m->T, wt);
+		if (m->w->il == 2)
+			panel_rows(m, m->T, wt);
+		else
+			rows(m, m->T, wt, NULL);
 		return;
 	}
 	const struct wmat *w = m->w;
-	int cols = w->cols, il = w->il, r1 = m->r1, cp = (cols + 15) / 16 * 16;
-	size_t es = w_size(wt);
+	int cols = w->cols, r1 = m->r1, cp = (cols + 15) / 16 * 16;
 	float pk[PK_ROWS * cp];
 	for (int r = m->r0; r < r1;) {
 		int rb = r1 - r >= PK_ROWS ? PK_ROWS : r1 - r >= 4 ? 4 : 1;
-		for (int i = 0; i < rb; i++) {
-			const unsigned char *src = (const unsigned char *)w->data +
-						   es * wmat_row_at(r + i, cols, il);
-			float *dst = pk + (size_t)i * cp;
-			int k = 0;
-			if (wt == WT_BF16 && il)
-				for (; k < cols; k += 32) {
-					_mm512_storeu_ps(dst + k, ld_paired(src, k, 0));
-					_mm512_storeu_ps(dst + k + 16, ld_paired(src, k, 1));
-				}
-			for (; k + 16 <= cols; k += 16)
-				_mm512_storeu_ps(dst + k, ld_w(src, il ? wmat_il_col(k) : (size_t)k, wt));
-			if (k < cols)
-				_mm512_storeu_ps(dst + k, ld_w_tail(src, (size_t)k, tail_mask(cols - k), wt));
-		}
+		for (int i = 0; i < rb; i++)
+			widen_row(w, r + i, pk + (size_t)i * cp, wt);
 		pk_panel(m->y, m->ldy, pk, cp, cols, r, rb, m->x, m->ldx, m->T);
 		r += rb;
 	}

@@ -21,29 +21,43 @@ void kern_row(const struct wmat *w, int r, float *out)
 		kern_row_float(w, r, out);
 }
 
-int kern_interleave(struct wmat *w, void *data)
+/* 64 columns from s to d in the interleaved layout: as they are, or a
+ * bf16 row's paired (weights.h). */
+static void put_chunk(enum wtype type, unsigned char *d, const unsigned char *s, size_t es)
 {
-	size_t es = w->type == WT_F32 ? 4 : w->type == WT_Q8 ? 1 : 2, cols = (size_t)w->cols,
-	       blk = 4 * cols * es;
-	unsigned char *tmp = malloc(blk), *p = data;
+	if (type != WT_BF16) {
+		memcpy(d, s, es * WMAT_IL_COLS);
+		return;
+	}
+	for (int j = 0; j < WMAT_IL_COLS; j++)
+		memcpy(d + 2 * wmat_pair_col(j), s + 2 * j, 2);
+}
+
+int kern_interleave(struct wmat *w, void *data, int panels)
+{
+	size_t es = w->type == WT_F32 ? 4 : w->type == WT_Q8 ? 1 : 2, cols = (size_t)w->cols;
+	struct wmat v = *w;
+	v.il = panels && wmat_can_panel(w) ? 2 : 1;
+	/* in place, four rows at a time (a block stays where it was); panels
+	 * move every row, from a copy of the whole matrix */
+	size_t blk = 4 * cols * es, all = (size_t)w->rows * cols * es;
+	unsigned char *tmp = malloc(v.il == 2 ? all : blk), *d = data;
 	if (!tmp)
 		return -1;
-	for (int r = 0; r < w->rows; r += 4, p += blk) {
-		memcpy(tmp, p, blk);
+	if (v.il == 2)
+		memcpy(tmp, data, all);
+	for (int r = 0; r < w->rows; r += 4) {
+		const unsigned char *s = tmp;
+		if (v.il == 2)
+			s += (size_t)r * cols * es;
+		else
+			memcpy(tmp, d + (size_t)r * cols * es, blk);
 		for (int i = 0; i < 4; i++)
-			for (size_t c = 0; c < cols; c += WMAT_IL_COLS) {
-				unsigned char *d = p + es * (wmat_row_at(i, (int)cols, 1) +
-							     wmat_il_col((int)c));
-				const unsigned char *s = tmp + es * (i * cols + c);
-				if (w->type != WT_BF16) {
-					memcpy(d, s, es * WMAT_IL_COLS);
-					continue;
-				}
-				for (int j = 0; j < WMAT_IL_COLS; j++)  /* paired */
-					memcpy(d + 2 * wmat_pair_col(j), s + 2 * j, 2);
-			}
+			for (int c = 0; c < w->cols; c += WMAT_IL_COLS)
+				put_chunk(w->type, d + es * wmat_at(&v, r + i, c),
+					  s + es * ((size_t)i * cols + (size_t)c), es);
 	}
 	free(tmp);
-	w->il = 1;
+	w->il = v.il;
 	return 0;
 }

@@ -40,9 +40,11 @@ static inline void kern_matmul(const struct kernels *k, const struct kern_mm *m)
 void kern_row(const struct wmat *w, int r, float *out);
 
 /* Rearranges w (wmat_can_interleave; an int8 matrix's codes) in place into
- * interleaved rows, a bf16 one's columns paired (weights.h), and sets
- * w->il; data is w->data, writable. Returns 0, or -1 out of memory (w
- * unchanged). */
-int kern_interleave(struct wmat *w, void *data);
+ * interleaved rows, a bf16 one's columns paired, in column panels when
+ * panels is set and wmat_can_panel(w) (weights.h), and sets w->il; data
+ * is w->data, writable. Panels are the AVX-512 kernels' layout: the
+ * others read them through the scalar reference. Returns 0, or -1 out of
+ * memory (w unchanged). */
+int kern_interleave(struct wmat *w, void *data, int panels);
 
 #endif

@@ -45,6 +45,19 @@
  * (model_interleave, lib/model/model.h: on Intel's, four row-major streams
  * are faster).
  *
+ * Interleaved in panels (il = 2; WT_F32, WT_BF16 and WT_F16 with more
+ * than WMAT_PANEL_COLS columns, where the AVX-512 kernels run:
+ * model_interleave): the columns are cut into panels of WMAT_PANEL_COLS
+ * (the last one narrower, a multiple of WMAT_IL_COLS too), and the matrix
+ * is its panels one after another, panel p at element p * WMAT_PANEL_COLS
+ * * rows, each laid out as the interleaved rows above of a rows x
+ * wmat_panel_cols(w, p) matrix (wmat_panel gives that view). A decode
+ * kernel that walks every row of a panel before the next reads one
+ * sequential stream and keeps the panel's inputs in L1: walking down_proj's
+ * rows of 4864 columns whole, the weights streaming past evicted the
+ * inputs, and it read at two thirds of the speed of the shorter rows
+ * (docs/performance.md, "Long rows in panels").
+ *
  * Tiled (tiled != 0; WT_Q8 and WT_Q4): the layout of the int8-activation
  * kernels, rows in tiles of 16, scales inside the tiles, defined in
  * lib/kernels/qtile.h; scales is NULL then. WT_BF16 tiled (tiled 1): the
@@ -67,7 +80,8 @@ struct wmat {
 	const void *data;
 	const float *scales;  /* WT_Q8, WT_Q4 */
 	int group_size;       /* WT_Q4; WT_Q8 when its scales are per group */
-	int il;               /* rows interleaved (see above) */
+	int il;               /* 0, or rows interleaved (1), in column panels (2)
+			       * (see above) */
 	int tiled;            /* WT_Q8, WT_Q4: 0, or repacked into tiles for the
 			       * int8-activation kernels (lib/kernels/qtile.h);
 			       * WT_BF16: 0, or 1 for the bf16-activation ones
@@ -75,6 +89,7 @@ struct wmat {
 };
 
 #define WMAT_IL_COLS 64
+#define WMAT_PANEL_COLS 1024
 
 /* Whether t is GGUF's Q5_0 or Q5_1, held in qtile's 5-bit tiles. */
 static inline int wt_is_q5(enum wtype t)
@@ -103,13 +118,45 @@ static inline int wmat_pair_col(int c)
 	return (c & ~31) | (c & 15) << 1 | (c >> 4 & 1);
 }
 
+/* The columns of panel p of w (il 2), and where it starts, in elements
+ * from w->data. */
+static inline int wmat_panel_cols(const struct wmat *w, int p)
+{
+	int c0 = p * WMAT_PANEL_COLS;
+	return w->cols - c0 < WMAT_PANEL_COLS ? w->cols - c0 : WMAT_PANEL_COLS;
+}
+
+static inline size_t wmat_panel_at(const struct wmat *w, int p)
+{
+	return (size_t)p * WMAT_PANEL_COLS * (size_t)w->rows;
+}
+
 /* Element (r, c) of w, in elements from w->data. */
 static inline size_t wmat_at(const struct wmat *w, int r, int c)
 {
 	if (!w->il)
 		return wmat_row_at(r, w->cols, 0) + (size_t)c;
-	return wmat_row_at(r, w->cols, 1) +
+	size_t at = 0;
+	int cols = w->cols;
+	if (w->il == 2) {
+		int p = c / WMAT_PANEL_COLS;
+		at = wmat_panel_at(w, p);
+		cols = wmat_panel_cols(w, p);
+		c -= p * WMAT_PANEL_COLS;
+	}
+	return at + wmat_row_at(r, cols, 1) +
 	       wmat_il_col(w->type == WT_BF16 ? wmat_pair_col(c) : c);
+}
+
+/* Panel p of w (il 2) as a matrix of its own, interleaved (il 1); es: the
+ * bytes of an element. */
+static inline struct wmat wmat_panel(const struct wmat *w, int p, size_t es)
+{
+	struct wmat v = *w;
+	v.cols = wmat_panel_cols(w, p);
+	v.data = (const char *)w->data + es * wmat_panel_at(w, p);
+	v.il = 1;
+	return v;
 }
 
 /* Whether w can be interleaved: a float type or int8 with a scale per row,
@@ -119,6 +166,13 @@ static inline int wmat_can_interleave(const struct wmat *w)
 	return (w->type == WT_F32 || w->type == WT_BF16 || w->type == WT_F16 ||
 		(w->type == WT_Q8 && !w->group_size)) &&
 	       w->rows % 4 == 0 && w->cols % WMAT_IL_COLS == 0;
+}
+
+/* Whether w (wmat_can_interleave) can be interleaved in panels: a float
+ * type with more than one panel's columns. */
+static inline int wmat_can_panel(const struct wmat *w)
+{
+	return w->type != WT_Q8 && w->cols > WMAT_PANEL_COLS;
 }
 
 /* Whether w stores integers (WT_Q8, WT_Q4, the K-quants, Q5_0 and Q5_1):

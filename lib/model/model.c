@@ -288,8 +288,10 @@ int model_interleave(struct model *m, struct err *e)
 	struct wmat *ws[MODEL_MATRICES(m->cfg.n_layers)];
 	const char *names[MODEL_MATRICES(m->cfg.n_layers)];
 	int n = model_matrices(m, ws, names);
+	int panels = cpu_level_env(NULL) == CPU_AVX512;
 	for (int i = 0; i < n; i++)
-		if (wmat_can_interleave(ws[i]) && kern_interleave(ws[i], (void *)ws[i]->data) < 0)
+		if (wmat_can_interleave(ws[i]) &&
+		    kern_interleave(ws[i], (void *)ws[i]->data, panels) < 0)
 			return err_set(e, "out of memory");
 	if (m->cfg.tie_embeddings)
 		m->w.lm_head = m->w.embed;

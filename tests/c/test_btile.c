@@ -95,7 +95,7 @@ static void product(kern_mm_fn *fn, const struct kernels *k, const struct wmat *
 static void check_layout(void)
 {
 	int shapes[][2] = { { 1, 1 }, { 13, 37 }, { 64, 32 }, { 70, 9 }, { 200, 64 },
-			    { 1100, 6 } };
+			    { 1100, 6 }, { 8, 1088 } };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int rows = shapes[s][0], cols = shapes[s][1];
 		size_t n = (size_t)rows * cols;
@@ -104,7 +104,7 @@ static void check_layout(void)
 		for (size_t i = 0; i < n; i++)
 			w[i] = wi[i] = b16(4);
 		struct wmat tw, src = { .type = WT_BF16, .rows = rows, .cols = cols, .data = wi };
-		int il = wmat_can_interleave(&src) && kern_interleave(&src, wi) == 0;
+		int il = wmat_can_interleave(&src) && kern_interleave(&src, wi, 1) == 0;
 		/* packed in parts of 64 rows from the interleaved copy where
 		 * there is one */
 		uint16_t *t = aligned_alloc(64, btile_bytes(rows, cols));

@@ -283,13 +283,20 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
  * wmat_at says (bf16 columns paired, placed here by the layout's rule),
  * and every level's products on the interleaved matrix give the bits of
  * the row-major reference, over row ranges that start inside
- * a block and T of 1 (decode) and more (prefill); kern_row reads rows back. */
+ * a block and T of 1 (decode) and more (prefill); kern_row reads rows back.
+ * The same in column panels (the last field 1: rows longer than
+ * WMAT_PANEL_COLS), whose sums the decode kernels carry from panel to
+ * panel (T < 16; the carry holds 1024 vectors, so T 9 takes the 36 rows in
+ * groups of 112: one group, and T 15 of 68) and prefill widens across. */
 static void check_interleaved(void)
 {
-	int shapes[][3] = { { 8, 64, 1 }, { 12, 128, 5 }, { 20, 192, 7 }, { 4, 896, 1 },
-			    { 28, 1088, 50 } };
+	int shapes[][4] = { { 8, 64, 1, 0 }, { 12, 128, 5, 0 }, { 20, 192, 7, 0 },
+			    { 4, 896, 1, 0 }, { 28, 1088, 50, 0 }, { 12, 1088, 1, 1 },
+			    { 8, 2112, 3, 1 }, { 36, 1152, 9, 1 }, { 20, 2176, 20, 1 },
+			    { 72, 1088, 15, 1 } };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int rows = shapes[s][0], cols = shapes[s][1], T = shapes[s][2];
+		int panels = shapes[s][3];
 		size_t n = (size_t)rows * cols;
 		float *wf = malloc(sizeof(float) * n), *wfi = malloc(sizeof(float) * n);
 		uint16_t *wb = malloc(2 * n), *wbi = malloc(2 * n), *wh = malloc(2 * n),
@@ -309,9 +316,10 @@ static void check_interleaved(void)
 		struct wmat mf = { .type = WT_F32, .rows = rows, .cols = cols, .data = wfi },
 			    mb = { .type = WT_BF16, .rows = rows, .cols = cols, .data = wbi },
 			    mh = { .type = WT_F16, .rows = rows, .cols = cols, .data = whi };
-		CHECK(wmat_can_interleave(&mf) && kern_interleave(&mf, wfi) == 0 &&
-		      kern_interleave(&mb, wbi) == 0 && kern_interleave(&mh, whi) == 0 &&
-		      mf.il && mb.il && mh.il, "interleave %dx%d", rows, cols);
+		CHECK(wmat_can_interleave(&mf) && kern_interleave(&mf, wfi, panels) == 0 &&
+		      kern_interleave(&mb, wbi, panels) == 0 &&
+		      kern_interleave(&mh, whi, panels) == 0 && mf.il == 1 + panels &&
+		      mb.il == 1 + panels && mh.il == 1 + panels, "interleave %dx%d", rows, cols);
 		int bad = 0;
 		for (int r = 0; r < rows; r++) {
 			for (int c = 0; c < cols; c++) {
@@ -319,8 +327,12 @@ static void check_interleaved(void)
 				bad += whi[wmat_at(&mh, r, c)] != wh[(size_t)r * cols + c];
 				/* bf16 columns paired: word j of each 32 holds j, j + 16 */
 				int j = c % 32, cc = c - j + (j < 16 ? 2 * j : 2 * (j - 16) + 1);
-				bad += wbi[wmat_row_at(r, cols, 1) + wmat_il_col(cc)] !=
-				       wb[(size_t)r * cols + c];
+				/* in panels: panel p of 1024 columns at p * 1024 * rows,
+				 * laid out as a matrix of its own width */
+				int p = panels ? cc / 1024 : 0, pw = panels && cols - 1024 * p < 1024 ?
+					cols - 1024 * p : panels ? 1024 : cols;
+				bad += wbi[(size_t)p * 1024 * rows + wmat_row_at(r, pw, 1) +
+					   wmat_il_col(cc - 1024 * p)] != wb[(size_t)r * cols + c];
 			}
 			kern_row_float(&mb, r, row);
 			for (int c = 0; c < cols; c++)
@@ -339,8 +351,8 @@ static void check_interleaved(void)
 				for (int i = 0; i < 3; i++) {
 					mm(ref, NULL, y1, rows, types[i], rm[i], rows, cols, 0, r0, rows, x,
 					   cols, T);
-					mm(k, NULL, y2, rows, types[i], il[i], rows, cols, 1, r0, rows, x,
-					   cols, T);
+					mm(k, NULL, y2, rows, types[i], il[i], rows, cols, mf.il, r0, rows,
+					   x, cols, T);
 					CHECK(same_bits(y1, y2, T * rows), "%s %s interleaved %dx%d "
 					      "from row %d differs", name, tn[i], rows, cols, r0);
 				}

@@ -297,7 +297,7 @@ static void check_kernels(enum wtype type, int rows, int cols, int group)
 		void *codes = malloc(q8_data_bytes(rows, cols));
 		memcpy(codes, m.data, q8_data_bytes(rows, cols));
 		wi.data = codes;
-		CHECK(kern_interleave(&wi, codes) == 0 && wi.il, "interleave %dx%d", rows, cols);
+		CHECK(kern_interleave(&wi, codes, 0) == 0 && wi.il, "interleave %dx%d", rows, cols);
 		int same = 1;
 		for (int lv = CPU_SCALAR; lv <= (int)cpu_level_env(NULL); lv++)
 			for (int r0 = 0; r0 < 3; r0 += 2) {
