@@ -45,8 +45,8 @@
  * (model_interleave, lib/model/model.h: on Intel's, four row-major streams
  * are faster).
  *
- * Interleaved in panels (il = 2; WT_F32, WT_BF16 and WT_F16 with more
- * than WMAT_PANEL_COLS columns, where the AVX-512 kernels run:
+ * Interleaved in panels (il = 2; WT_BF16 and WT_F16 with more than
+ * WMAT_PANEL_COLS columns, where the AVX-512 kernels run:
  * model_interleave): the columns are cut into panels of WMAT_PANEL_COLS
  * (the last one narrower, a multiple of WMAT_IL_COLS too), and the matrix
  * is its panels one after another, panel p at element p * WMAT_PANEL_COLS
@@ -168,11 +168,13 @@ static inline int wmat_can_interleave(const struct wmat *w)
 	       w->rows % 4 == 0 && w->cols % WMAT_IL_COLS == 0;
 }
 
-/* Whether w (wmat_can_interleave) can be interleaved in panels: a float
- * type with more than one panel's columns. */
+/* Whether w (wmat_can_interleave) can be interleaved in panels: a 16-bit
+ * float type with more than one panel's columns. (Float32 matrices,
+ * `forward --f32`, decoded slower in panels in the whole model, though
+ * faster alone: docs/performance.md.) */
 static inline int wmat_can_panel(const struct wmat *w)
 {
-	return w->type != WT_Q8 && w->cols > WMAT_PANEL_COLS;
+	return (w->type == WT_BF16 || w->type == WT_F16) && w->cols > WMAT_PANEL_COLS;
 }
 
 /* Whether w stores integers (WT_Q8, WT_Q4, the K-quants, Q5_0 and Q5_1):

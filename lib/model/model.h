@@ -136,8 +136,8 @@ int model_matrices(struct model *m, struct wmat **w, const char **names);
  * decode reads each block of rows as one stream: faster on the AMD
  * processors measured, slower on Intel's, whose L2 streamer follows a
  * stream per 4 KiB page (docs/performance.md, "Row layout by vendor").
- * Where the AVX-512 kernels will run ($QWENPIPE_SIMD honoured), float
- * matrices of long rows go in column panels (weights.h). The bits are the
+ * Where the AVX-512 kernels will run ($QWENPIPE_SIMD honoured), bf16 and
+ * f16 matrices of long rows go in column panels (weights.h). The bits are the
  * same either way. The loaders
  * call it last. Returns 0, or -1 with e set (memory). */
 int model_interleave(struct model *m, struct err *e);
