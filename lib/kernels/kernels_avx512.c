@@ -352,10 +352,6 @@ AI void pk_panel(float *y, int ldy, const float *pk, int cp, int cols, int r, in
 	}
 }
 
-/* The float-input products of weights of type wt: fewer than PK_MIN_T
- * inputs (decode, drafts) stream the rows through the blocks above; more
- * go through panels, each row widened once (the panel's columns beyond
- * cols zero). */
 /* Row r of w (of type wt, not in panels), widened into dst. */
 AI void widen_cols(const struct wmat *w, int r, float *dst, const enum wtype wt)
 {
@@ -386,6 +382,11 @@ AI void widen_row(const struct wmat *w, int r, float *dst, const enum wtype wt)
 	}
 }
 
+/* The float-input products of weights of type wt: fewer than PK_MIN_T
+ * inputs (decode, drafts) stream the rows through the blocks above (a
+ * matrix in column panels panel by panel, panel_rows); more go through
+ * panels of widened rows, each row widened once (the panel's columns
+ * beyond cols zero). */
 AI void products(const struct kern_mm *m, const enum wtype wt)
 {
 	if (m->T < PK_MIN_T) {
