@@ -312,13 +312,13 @@ int api_prompt_ids(const struct api_req *r, struct tokenizer *t, struct idvec *o
 		   struct err *e)
 {
 	if (r->kind == API_COMPLETION && !r->prompt) {
-		for (size_t i = 0; i < r->ids.n; i++)
+		for (size_t i = 0; i < r->ids.n; i++) {
 			if (r->ids.v[i] >= tok_n_ids(t))
 				return err_set(e, "prompt[%zu]: %d is not a token id (0 to %d)", i,
 					       (int)r->ids.v[i], (int)tok_n_ids(t) - 1);
-		for (size_t i = 0; i < r->ids.n; i++)
 			if (idvec_push(out, r->ids.v[i]) < 0)
 				return err_set(e, "out of memory");
+		}
 		return 0;
 	}
 	if (r->kind == API_COMPLETION)
