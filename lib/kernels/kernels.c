@@ -159,6 +159,7 @@ static void silu_mul_scalar(float *g, const float *u, int n)
 }
 
 static const struct kernels kernels_scalar = {
+	.att_group = ATT_MAXQ,
 	.att_scores = att_scores_scalar,
 	.att_values = att_values_scalar,
 	.rmsnorm = rmsnorm_scalar,

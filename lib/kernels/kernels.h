@@ -59,7 +59,7 @@
 #include "kernels/weights.h"
 
 #define KDOT_LANES 16
-#define ATT_MAXQ 4   /* query heads per att_scores / att_values call */
+#define ATT_MAXQ 8   /* the most query heads an att_scores / att_values call takes */
 
 struct q8act;  /* int8 activations, lib/kernels/quant.h */
 
@@ -106,7 +106,10 @@ struct kernels {
 	kern_mm_fn *mm[WT_COUNT][KA_COUNT];
 	/* a = x[n] quantized (q8a_quantize's contract, quant.h). */
 	void (*q8a_quantize)(const float *x, int n, struct q8act *a);
-	/* Attention for the nq <= ATT_MAXQ query heads that share one KV head:
+	/* The most query heads one call below takes at this level (at most
+	 * ATT_MAXQ; 4 on AVX2, whose 16 registers hold fewer accumulators). */
+	int att_group;
+	/* Attention for the nq <= att_group query heads that share one KV head:
 	 * q_h = q + h * n, y_h = y + h * n, s_h = s + h * lds; k_p = k + p * ldk,
 	 * v_p = v + p * ldv, the rows of the KV cache (read once for all nq). */
 	void (*att_scores)(float *s, int lds, const float *q, int nq, const float *k, int ldk,

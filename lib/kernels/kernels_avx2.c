@@ -228,6 +228,8 @@ AI float v_hmax(V v)
 	return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
 }
 
+#define KS_ATT_GROUP 4
+
 #include "kernels/kernels_simd.h"
 
 const struct kernels *const kernels_avx2 = &ks_kernels;

@@ -527,6 +527,12 @@ AI V v_pow2i(V n)
 }
 AI float v_fold(V v) { return hsum_512(v); }
 AI float v_hmax(V v) { return _mm512_reduce_max_ps(v); }
+#define KS_ATT_GROUP ATT_MAXQ
+#define KS_FOLD8
+AI void v_fold8(float *out, const V a[8], float f)
+{
+	_mm256_storeu_ps(out, _mm256_mul_ps(hsum_512x8(a), _mm256_set1_ps(f)));
+}
 
 #include "kernels/kernels_simd.h"
 

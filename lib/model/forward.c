@@ -1,11 +1,13 @@
 /* forward: see forward.h. */
 #include "model/forward.h"
 #include "core/bf16.h"
+#include "core/mapfile.h"
 #include "kernels/btile.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Rows per unit of work split between threads. */
 #define SPLIT_ALIGN 16
@@ -147,12 +149,28 @@ static size_t kv_at(const struct forward *f, int l, int h, int pos)
 }
 
 /* Attention of T queries (positions p0 .. p0 + T - 1) over the cache of
- * one layer, split by (token, KV head, up to ATT_MAXQ of the query heads
- * that share it), so that each cached row is read once for those heads. */
+ * one layer, split by (token, KV head, a run of the query heads that share
+ * it), so that each cached row is read once for those heads. A run is as
+ * many heads as the level's kernels take at once (att_group), or fewer
+ * where that would leave threads idle: decode's one token has only
+ * n_kv_heads units of whole groups. */
 struct att_job {
 	struct forward *f;
 	int layer, p0, T;
+	int per, nsub;  /* heads a run, runs a KV head */
 };
+
+static void att_runs(struct att_job *j)
+{
+	const struct model_config *c = &j->f->m->cfg;
+	int group = c->n_heads / c->n_kv_heads, units = j->T * c->n_kv_heads;
+	int runs = (group + j->f->k->att_group - 1) / j->f->k->att_group;
+	if (units * runs < j->f->threads)
+		runs = (j->f->threads + units - 1) / units;
+	runs = runs < group ? runs : group;
+	j->per = (group + runs - 1) / runs;
+	j->nsub = (group + j->per - 1) / j->per;
+}
 
 static void att_part(void *arg, int i, int n)
 {
@@ -160,15 +178,15 @@ static void att_part(void *arg, int i, int n)
 	struct forward *f = j->f;
 	const struct model_config *c = &f->m->cfg;
 	int hd = c->head_dim, Q = c->n_heads * hd;
-	int group = c->n_heads / c->n_kv_heads, nsub = (group + ATT_MAXQ - 1) / ATT_MAXQ;
+	int group = c->n_heads / c->n_kv_heads, nsub = j->nsub, per = j->per;
 	float scale = (float)pow(hd, -0.5);
 	float *sc = f->scores + (size_t)i * ATT_MAXQ * f->ctx;
 	int lo, hi;
 	pool_split(j->T * c->n_kv_heads * nsub, i, n, 1, &lo, &hi);
 	for (int unit = lo; unit < hi; unit++) {
 		int t = unit / (c->n_kv_heads * nsub), kvh = unit / nsub % c->n_kv_heads;
-		int sub = unit % nsub, h0 = kvh * group + sub * ATT_MAXQ;
-		int nq = group - sub * ATT_MAXQ < ATT_MAXQ ? group - sub * ATT_MAXQ : ATT_MAXQ;
+		int sub = unit % nsub, h0 = kvh * group + sub * per;
+		int nq = group - sub * per < per ? group - sub * per : per;
 		int pos = j->p0 + t;
 		const float *q = f->q + (size_t)t * Q + (size_t)h0 * hd;
 		size_t head = kv_at(f, j->layer, kvh, 0);
@@ -250,6 +268,7 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 			cache_kv(f, l, p0 + t, kt, vt);
 		}
 		struct att_job aj = { .f = f, .layer = l, .p0 = p0, .T = T };
+		att_runs(&aj);
 		pool_run(f->pool, att_part, &aj);
 		struct mm_job o = { .f = f, .n = 1, .mm = { { .w = &L->wo, .y = f->tmp, .ldy = H } },
 				    .x = f->att, .ldx = Q, .T = T };
@@ -453,8 +472,10 @@ int forward_init(struct forward *f, const struct model *m,
 	f->scores = alloc(f, (size_t)f->threads * ATT_MAXQ * C);
 	f->kn = alloc(f, B * KV);
 	f->vn = alloc(f, B * KV);
-	f->kc = alloc(f, L * C * KV);
-	f->vc = alloc(f, L * C * KV);
+	f->kv_bytes = sizeof(float) * L * C * KV;
+	f->state_bytes += 2 * f->kv_bytes;
+	f->kc = anon_alloc(f->kv_bytes);
+	f->vc = anon_alloc(f->kv_bytes);
 	f->rcos = alloc(f, C * (size_t)(c->head_dim / 2));
 	f->rsin = alloc(f, C * (size_t)(c->head_dim / 2));
 	size_t widest = H > Q ? H : Q;
@@ -481,8 +502,12 @@ void forward_free(struct forward *f)
 {
 	pool_free(f->pool);
 	void *bufs[] = { f->x, f->xn, f->tmp, f->q, f->att, f->g, f->u, f->logits,
-			 f->scores, f->kn, f->vn, f->kc, f->vc, f->rcos, f->rsin, f->xa, f->xb };
+			 f->scores, f->kn, f->vn, f->rcos, f->rsin, f->xa, f->xb };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
+	if (f->kc)
+		munmap(f->kc, f->kv_bytes);
+	if (f->vc)
+		munmap(f->vc, f->kv_bytes);
 	memset(f, 0, sizeof *f);
 }

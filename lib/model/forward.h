@@ -138,7 +138,10 @@ struct forward {
 	float *kn, *vn;  /* [B x KV] this chunk's keys (rotated), values */
 	float *kc, *vc;  /* [n_layers x n_kv_heads x ctx x head_dim] the cache of
 			  * kn, vn: a head's rows one after the other, so that
-			  * attention reads them as one stream */
+			  * attention reads them as one stream; kv_bytes each,
+			  * on huge pages (anon_alloc): at thousands of
+			  * positions decode reads tens of MB of them a token */
+	size_t kv_bytes;
 	float *rcos, *rsin;  /* [ctx x head_dim / 2] RoPE table */
 	struct q8act *xa;    /* act8: [B] one product's inputs, quantized (q8a_alloc) */
 	uint16_t *xb;        /* b16act: [B x btile_ldx(widest input)] one product's

@@ -162,9 +162,42 @@ static void mm(const struct kernels *k, kern_mm_fn *fn, float *y, int ldy, enum 
 		kern_matmul(k, &p);
 }
 
+/* Attention over enough positions for the blocks of eight that AVX-512
+ * scores together, and their tails: 1 to 21 positions, rows 16 floats
+ * longer than the head apart, 1 to att_group heads, widths that are
+ * whole 16-lane steps and one that is not. */
+static void check_attention(const struct kernels *ref, const struct kernels *k)
+{
+	enum { MAXP = 21, MAXD = 80, LD = MAXD + 16 };
+	static const int widths[] = { 16, 24, 64, 80 }, positions[] = { 1, 7, 8, 9, 16, 21 };
+	static float q[ATT_MAXQ * MAXD], kv[MAXP * LD], y1[ATT_MAXQ * MAXD], y2[ATT_MAXQ * MAXD];
+	float s1[ATT_MAXQ * MAXP], s2[ATT_MAXQ * MAXP];
+	for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+		for (size_t pi = 0; pi < sizeof positions / sizeof positions[0]; pi++)
+			for (int nq = 1; nq <= k->att_group; nq++) {
+				int n = widths[wi], np = positions[pi], ld = n + 16;
+				fill(q, nq * n, 2);
+				fill(kv, np * ld, 2);
+				ref->att_scores(s1, MAXP, q, nq, kv, ld, np, n, 0.125f);
+				k->att_scores(s2, MAXP, q, nq, kv, ld, np, n, 0.125f);
+				for (int h = 0; h < nq; h++)
+					CHECK(same_bits(s1 + MAXP * h, s2 + MAXP * h, np),
+					      "%s att_scores n=%d over %d positions, heads %d: head %d "
+					      "differs", cpu_level_name(k->level), n, np, nq, h);
+				fill(y1, nq * n, 1);
+				memcpy(y2, y1, sizeof(float) * (size_t)(nq * n));
+				ref->att_values(y1, s1, MAXP, nq, kv, ld, np, n);
+				k->att_values(y2, s1, MAXP, nq, kv, ld, np, n);
+				CHECK(same_bits(y1, y2, nq * n),
+				      "%s att_values n=%d over %d positions, heads %d differs",
+				      cpu_level_name(k->level), n, np, nq);
+			}
+}
+
 /* A SIMD table against the scalar one, bitwise. */
 static void check_level(const struct kernels *ref, const struct kernels *k)
 {
+	check_attention(ref, k);
 	const char *name = cpu_level_name(k->level);
 	static float a[MAXN], b[MAXN], w[MAXN], o1[MAXN], o2[MAXN];
 	for (int si = 0; si < NSIZES; si++) {
@@ -172,9 +205,9 @@ static void check_level(const struct kernels *ref, const struct kernels *k)
 		fill(a, n, 3);
 		fill(b, n, 3);
 		fill(w, n, 1);
-		/* attention of 1 to ATT_MAXQ query heads (rows of a) over 3 cached
-		 * rows n + 2 apart (inside b's MAXN) */
-		for (int nq = 1; nq <= ATT_MAXQ && nq * n <= MAXN; nq++) {
+		/* attention of 1 to att_group query heads (rows of a) over 3
+		 * cached rows n + 2 apart (inside b's MAXN) */
+		for (int nq = 1; nq <= k->att_group && nq * n <= MAXN; nq++) {
 			int np = 3 * (n + 2) <= MAXN ? 3 : 1;
 			float s1[ATT_MAXQ * 3], s2[ATT_MAXQ * 3];
 			static float y1[MAXN], y2[MAXN];
