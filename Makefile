@@ -69,10 +69,13 @@ BENCHES   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 all: $(TOOL_BINS)
 
-# Per-ISA kernel files.
-$(BUILD)/%_avx2.o:   CFLAGS += -mavx2 -mfma -mf16c
-$(BUILD)/%_avx512.o: CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
-$(BUILD)/%_vnni.o:   CFLAGS += -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
+# Per-ISA kernel files. Their loops start on a 64-byte line, so that how
+# fast a kernel streams does not depend on where the linker happens to put
+# it (docs/performance.md, "Loops on a line of their own").
+KERN_CFLAGS := -falign-loops=64
+$(BUILD)/%_avx2.o:   CFLAGS += $(KERN_CFLAGS) -mavx2 -mfma -mf16c
+$(BUILD)/%_avx512.o: CFLAGS += $(KERN_CFLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(BUILD)/%_vnni.o:   CFLAGS += $(KERN_CFLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
 
 # The one version string (VERSION): every tool's --version, through
 # lib/cli; the scripts ask a tool for it.

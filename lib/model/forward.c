@@ -246,6 +246,8 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 	if (last)
 		trace(f, p0 + T - 1, 0, f->x + (size_t)(T - 1) * H);
 
+	struct att_job aj = { .f = f, .p0 = p0, .T = T };
+	att_runs(&aj);
 	for (int l = 0; l < c->n_layers; l++) {
 		const struct layer_weights *L = &w->layers[l];
 		for (int t = 0; t < T; t++)
@@ -267,8 +269,7 @@ static int chunk(struct forward *f, const int *ids, int T, int all, int last,
 			k->rope(kt, c->n_kv_heads, hd, cs, sn);
 			cache_kv(f, l, p0 + t, kt, vt);
 		}
-		struct att_job aj = { .f = f, .layer = l, .p0 = p0, .T = T };
-		att_runs(&aj);
+		aj.layer = l;
 		pool_run(f->pool, att_part, &aj);
 		struct mm_job o = { .f = f, .n = 1, .mm = { { .w = &L->wo, .y = f->tmp, .ldy = H } },
 				    .x = f->att, .ldx = Q, .T = T };
