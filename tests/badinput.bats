@@ -101,7 +101,7 @@ config_dir() {
 	bad 1 "st-inspect: $C: version 3 is not supported (this build reads version 2)" "st-inspect '$C'"
 }
 
-@test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name, as a Q5_0 or Q5_1 one with such a scale or min" {
+@test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name, as a Q5_0, Q5_1 or IQ4_NL one with such a scale or min" {
 	G=$BATS_FILE_TMPDIR/gguf
 	[ -d "$G" ] || "$FIXTURES/make-gguf.sh" "$G"
 	bad 1 "forward: $G/q4_k-ne0-64.gguf: tensor 'a': ne[0] = 64 is not a multiple of Q4_K's block of 256" \
@@ -123,7 +123,24 @@ config_dir() {
 		"ppl '$C' --max-chunks 1"
 	bad 1 "forward: $C: tensor 'blk.3.ffn_down.weight': super-block 0: scale is Inf or NaN" \
 		"echo 1 | forward '$C' --score --f32"
-	# the d of block 2 of a Q5_0 matrix of the same file made NaN (22
+	# our q2_k file of llama.cpp's: the dmin of super-block 3 of a Q2_K matrix
+	# (84 bytes a super-block, dmin last) made NaN, the d of super-block 2
+	# of a Q3_K one (110 bytes, d last) -Inf
+	K=$GOLDEN/gguf/shakespeare-tiny.q2_k.gguf
+	cp "$K" "$C"
+	printf '\x01\x7e' | dd of="$C" bs=1 seek=$((11411456 + 3 * 84 + 82)) conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: tensor 'blk.0.ffn_down.weight': super-block 3: scale is Inf or NaN" \
+		"echo 1 | forward '$C' --score"
+	cp "$K" "$C"
+	printf '\x00\xfc' | dd of="$C" bs=1 seek=$((11474944 + 2 * 110 + 108)) conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: tensor 'blk.2.ffn_down.weight': super-block 2: scale is Inf or NaN" \
+		"echo 1 | forward '$C' --score --f32"
+	# and the d of block 1 of its IQ4_NL q (18 bytes a block, d first)
+	cp "$K" "$C"
+	printf '\x00\x7c' | dd of="$C" bs=1 seek=$((11407872 + 18)) conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: tensor 'blk.0.attn_q.weight': scale 1 is not finite" \
+		"echo 1 | forward '$C' --score"
+	# the d of block 2 of a Q5_0 matrix of the q4_k_m file made NaN (22
 	# bytes a block)
 	cp "$L" "$C"
 	printf '\x00\x7e' | dd of="$C" bs=1 seek=$((16270592 + 2 * 22)) conv=notrunc 2>/dev/null

@@ -18,6 +18,9 @@
  *             the fifth bit, minus 16
  *   Q5_1  32  f16 d, f16 m, u32 qh, u8 qs[16]: as Q5_0 without the -16, plus m
  *   Q8_0  32  f16 d, i8 qs[32]
+ *   IQ4_NL 32 f16 d, u8 qs[16]: as Q4_0 with each nibble an index into a
+ *             table of 16 levels (-127 .. 113) instead of minus 8: so an
+ *             IQ4_NL block is a Q8_0 block with those levels as its codes
  *   Q4_K 256  f16 d, f16 dmin, u8 scales[12] (eight 6-bit scales and mins),
  *             u8 qs[128]: sub-block 2g is the low nibbles of qs[32g..32g+32),
  *             2g+1 the high ones
@@ -25,8 +28,20 @@
  *             bit of element l of sub-block i
  *   Q6_K 256  u8 ql[128], u8 qh[64], i8 scales[16], f16 d: 16 sub-blocks
  *             of 16, values minus 32
- * The K-quants are decoded into lib/kernels/kquant.h's struct kq_block,
- * whose kq_block_dequant is the one definition of their values.
+ *   Q3_K 256  u8 hmask[32], u8 qs[64], u8 scales[12] (sixteen 6-bit
+ *             scales, minus 32), f16 d: 16 sub-blocks of 16; element e (h =
+ *             e / 128, j = e % 128 / 32, l = e % 32) has 2 bits at shift 2j
+ *             of qs[32h + l], minus 4 unless bit 4h + j of hmask[l] is set:
+ *             x = (d * sc) * q, q in -4..3
+ *   Q2_K 256  u8 scales[16] (a 4-bit scale, low, and min, high, each), u8
+ *             qs[64], f16 d, f16 dmin: 16 sub-blocks of 16, 2 bits an
+ *             element as Q3_K's: x = (d * sc) * q - (dmin * m), q in 0..3
+ * The K-quants but Q2_K are decoded into lib/kernels/kquant.h's struct
+ * kq_block, whose kq_block_dequant is the one definition of their values;
+ * a Q3_K super-block is exactly a Q6_K one (its scales and codes shifted
+ * into Q6_K's ranges: (d * (sc - 32)) * ((q + 32) - 32)). Q2_K has a
+ * scale and a min per 16 elements, which no tile holds; it is only
+ * dequantized (q2_k below).
  */
 #include "format/gguf.h"
 #include "core/bf16.h"
@@ -103,11 +118,48 @@ static void q5_1(const unsigned char *b, float *y)
 	}
 }
 
+/* Element e's two bits in the 64 bytes qs of Q2_K and Q3_K. */
+static int two_bits(const unsigned char *qs, int e)
+{
+	return (qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
+}
+
+static void q2_k(const unsigned char *b, float *y)
+{
+	float d = half(b + 80), dmin = half(b + 82);
+	for (int e = 0; e < 256; e++) {
+		int sc = b[e / 16];
+		float dl = d * (float)(sc & 15), ml = dmin * (float)(sc >> 4);
+		float p = dl * (float)two_bits(b + 16, e);
+		y[e] = p - ml;
+	}
+}
+
 static void q8_0(const unsigned char *b, float *y)
 {
 	float d = half(b);
 	for (int j = 0; j < 32; j++)
 		y[j] = d * (float)(int8_t)b[2 + j];
+}
+
+void gguf_iq4nl_codes(const void *block, int8_t q[32])
+{
+	static const int8_t level[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+					  1, 13, 25, 38, 53, 69, 89, 113 };
+	const unsigned char *qs = (const unsigned char *)block + 2;
+	for (int j = 0; j < 16; j++) {
+		q[j] = level[qs[j] & 15];
+		q[j + 16] = level[qs[j] >> 4];
+	}
+}
+
+static void iq4_nl(const unsigned char *b, float *y)
+{
+	int8_t q[32];
+	gguf_iq4nl_codes(b, q);
+	float d = half(b);
+	for (int j = 0; j < 32; j++)
+		y[j] = d * (float)q[j];
 }
 
 /* Scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K and
@@ -126,13 +178,27 @@ static void scale_min(int j, const unsigned char *q, int *sc, int *m)
 
 enum wtype gguf_tile_wtype(enum gguf_ttype t)
 {
-	return t == GGML_Q4_K ? WT_Q4K : t == GGML_Q5_K ? WT_Q5K : t == GGML_Q6_K ? WT_Q6K
+	return t == GGML_Q4_K ? WT_Q4K : t == GGML_Q5_K ? WT_Q5K
+	       : t == GGML_Q6_K || t == GGML_Q3_K ? WT_Q6K
 	       : t == GGML_Q5_0 ? WT_Q50 : WT_Q51;
 }
 
 void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k)
 {
 	const unsigned char *b = block;
+	if (t == GGML_Q3_K) {  /* as a Q6_K super-block (above) */
+		const unsigned char *hm = b, *qs = b + 32, *sc = b + 96;
+		k->d = half(b + 108);
+		k->dmin = 0;
+		for (int j = 0; j < 16; j++)
+			k->sc[j] = (((sc[j % 8] >> (4 * (j / 8))) & 15) |
+				    ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+		for (int e = 0; e < 256; e++) {
+			int high = (hm[e % 32] >> (e / 32)) & 1;
+			k->q[e] = (uint8_t)(two_bits(qs, e) - (high ? 0 : 4) + 32);
+		}
+		return;
+	}
 	if (t == GGML_Q6_K) {
 		const unsigned char *ql = b, *qh = b + 128;
 		k->d = half(b + 208);
@@ -171,9 +237,12 @@ int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n)
 	uint64_t bs = gguf_ttype_size(t);
 	size_t at[2] = { 0, 2 };  /* d, dmin of Q4_K and Q5_K */
 	int nat = 2;
-	if (t == GGML_Q6_K) {
-		at[0] = 208;
+	if (t == GGML_Q6_K || t == GGML_Q3_K) {
+		at[0] = t == GGML_Q6_K ? 208 : 108;
 		nat = 1;
+	} else if (t == GGML_Q2_K) {
+		at[0] = 80;
+		at[1] = 82;
 	} else if (t != GGML_Q4_K && t != GGML_Q5_K) {
 		return -1;
 	}
@@ -204,8 +273,8 @@ bool gguf_can_dequant(enum gguf_ttype t)
 {
 	switch (t) {
 	case GGML_F32: case GGML_F16: case GGML_BF16: case GGML_Q4_0: case GGML_Q4_1:
-	case GGML_Q5_0: case GGML_Q5_1: case GGML_Q8_0: case GGML_Q4_K: case GGML_Q5_K:
-	case GGML_Q6_K:
+	case GGML_Q5_0: case GGML_Q5_1: case GGML_Q8_0: case GGML_IQ4_NL: case GGML_Q2_K:
+	case GGML_Q3_K: case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K:
 		return true;
 	default:
 		return false;
@@ -233,6 +302,9 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst)
 	case GGML_Q5_0: block = q5_0; break;
 	case GGML_Q5_1: block = q5_1; break;
 	case GGML_Q8_0: block = q8_0; break;
+	case GGML_IQ4_NL: block = iq4_nl; break;
+	case GGML_Q2_K: block = q2_k; break;
+	case GGML_Q3_K:
 	case GGML_Q4_K:
 	case GGML_Q5_K:
 	case GGML_Q6_K: {

@@ -23,7 +23,7 @@ enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_Q5, P_F32 };
 
 static int is_kquant(enum gguf_ttype t)
 {
-	return t == GGML_Q4_K || t == GGML_Q5_K || t == GGML_Q6_K;
+	return t == GGML_Q3_K || t == GGML_Q4_K || t == GGML_Q5_K || t == GGML_Q6_K;
 }
 
 static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o)
@@ -36,7 +36,8 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 		return P_KQ;
 	if (t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
 		return P_Q5;
-	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
+	return t->type == GGML_Q4_0 ? P_Q4
+	       : t->type == GGML_Q8_0 || t->type == GGML_IQ4_NL ? P_Q8 : P_F32;
 }
 
 /* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
@@ -71,9 +72,9 @@ struct loader {
 	int counts[GGML_NTYPES]; /* matrices dequantized to float32, by type */
 	int bf16[GGML_NTYPES];   /* ... to bf16, which holds their values exactly */
 	char rounds[GGML_NTYPES];/* a matrix of the type whose values bf16 would round */
-	int q4, q8;              /* Q4_0 as int4, Q8_0 as int8 */
+	int q4, q8, iq4nl;       /* Q4_0 as int4, Q8_0 and IQ4_NL as int8 */
 	int q5[2];               /* Q5_0, Q5_1 matrices put in 5-bit tiles */
-	int kq[3];               /* Q4_K, Q5_K, Q6_K matrices repacked */
+	int kq[4];               /* Q4_K, Q5_K, Q6_K, Q3_K matrices repacked */
 	struct err *e;
 	const struct gguf_file *src;  /* the mapping, when m->gg is a partial copy */
 };
@@ -134,8 +135,9 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		w->data = t->data;
 	} else if (p == P_Q4 || p == P_Q8) {
 		/* A block is an f16 scale, then the 32 weights' codes (16 bytes
-		 * of int4 as our packing, or 32 of int8): the codes go to one
-		 * array, the scales, widened exactly, to another. */
+		 * of int4 as our packing, or 32 of int8, or IQ4_NL's 16 bytes
+		 * of indices, whose levels are int8 codes): the codes go to
+		 * one array, the scales, widened exactly, to another. */
 		unsigned char *q = L->next;
 		float *s = (float *)(q + code_bytes(t, p));
 		size_t codes = p == P_Q4 ? Q4_BLOCK / 2 : Q4_BLOCK;
@@ -143,7 +145,10 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		uint64_t bs = gguf_ttype_size(t->type);
 		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += bs) {
 			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-			memcpy(q + codes * k, b + 2, codes);
+			if (t->type == GGML_IQ4_NL)  /* its levels are the codes */
+				gguf_iq4nl_codes(b, (int8_t *)(q + codes * k));
+			else
+				memcpy(q + codes * k, b + 2, codes);
 			/* as qfile.c refuses a container's: the kernels would
 			 * spread it as NaN */
 			if (!isfinite(s[k]))
@@ -151,7 +156,7 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
-		*(p == P_Q4 ? &L->q4 : &L->q8) += 1;
+		*(p == P_Q4 ? &L->q4 : t->type == GGML_IQ4_NL ? &L->iq4nl : &L->q8) += 1;
 	} else if (p == P_Q5) {
 		/* each block's codes and halves put into its tile (qtile.h) */
 		*w = (struct wmat){ .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols,
@@ -184,7 +189,7 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 				gguf_kdecode(t->type, b, &k);
 				kq_put(w, L->next, r, sb, &k);
 			}
-		L->kq[w->type - WT_Q4K]++;
+		L->kq[t->type == GGML_Q3_K ? 3 : w->type - WT_Q4K]++;
 	} else {
 		float *v = (float *)L->next;
 		gguf_dequant(t->type, t->data, t->nelem, v);
@@ -260,11 +265,11 @@ static void note(struct loader *L)
 	say(L, &o, "GGUF");
 	const char *sep = ": ";
 	const struct { int n; const char *from, *to; } re[] = {
-		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" },
+		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" }, { L->iq4nl, "IQ4_NL", "int8" },
 		{ L->q5[0], "Q5_0", "5-bit tiles" }, { L->q5[1], "Q5_1", "5-bit tiles" },
 		{ L->kq[0], "Q4_K", "K-quant tiles" }, { L->kq[1], "Q5_K", "K-quant tiles" },
-		{ L->kq[2], "Q6_K", "K-quant tiles" } };
-	for (int i = 0; i < 7; i++)
+		{ L->kq[2], "Q6_K", "K-quant tiles" }, { L->kq[3], "Q3_K", "Q6_K tiles" } };
+	for (int i = 0; i < 9; i++)
 		if (re[i].n) {
 			say(L, &o, "%s%d %s matri%s repacked as %s (exact)", sep, re[i].n, re[i].from,
 			    re[i].n == 1 ? "x" : "ces", re[i].to);

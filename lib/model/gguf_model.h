@@ -14,11 +14,14 @@
  *              is exact and the int4 kernels run on it;
  *   Q8_0       int8 in groups of 32 (WT_Q8 with group_size 32): the codes
  *              to one array, the f16 scales as floats to another, exactly;
+ *   IQ4_NL     the same, each nibble's level (-127..113) its int8 code;
  *   Q5_0, Q5_1 the 5-bit tiles of lib/kernels/qtile.h (WT_Q50, WT_Q51),
  *              every block's codes and halves put in place, exactly;
  *   Q4_K, Q5_K, Q6_K  the K-quant tiles of lib/kernels/kquant.h, every
  *              super-block decoded and put in place, exactly;
- *   Q4_1       dequantized exactly at load, to
+ *   Q3_K       the Q6_K tiles: each super-block is a Q6_K one exactly
+ *              (lib/format/gguf_quant.c);
+ *   Q4_1, Q2_K dequantized exactly at load, to
  *              bf16 where every value of the matrix is one exactly, else
  *              float32.
  * With opts->f32 every matrix is dequantized to float32: the float32 model

@@ -815,6 +815,9 @@ int main(void)
 	test_bf16_model();
 	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0, 0);
 	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 3, 22, 4);
+	/* down: Q2_K (dequantized) in layers 0 and 1, Q3_K (in Q6_K tiles) in 2,
+	 * 3; q and up IQ4_NL (int8 in groups of 32) */
+	test_quant_model(GG "shakespeare-tiny.q2_k.gguf", 0, 8, 0, 2);
 	test_tokenizer();
 	test_q4_1_q5_1();
 	test_q5_k();
@@ -823,5 +826,6 @@ int main(void)
 	test_file(GG "shakespeare-tiny.bf16.gguf", GG "shakespeare-tiny.bf16.json");
 	test_file(GG "shakespeare-tiny.q4_0.gguf", GG "shakespeare-tiny.q4_0.json");
 	test_file(GG "shakespeare-tiny.q4_k_m.gguf", GG "shakespeare-tiny.q4_k_m.json");
+	test_file(GG "shakespeare-tiny.q2_k.gguf", GG "shakespeare-tiny.q2_k.json");
 	return check_done("test_gguf");
 }

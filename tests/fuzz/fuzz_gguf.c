@@ -3,8 +3,8 @@
  * file (the qwen2 config, every value as text, small tensors dequantized)
  * on arbitrary bytes. An accepted file's views lie inside the input, its
  * tensors tile the data section in offset order, and its names are
- * unique; a small K-quant, Q5_0 or Q5_1 tensor repacked into the
- * kernels' tiles (lib/kernels/kquant.h, qtile.h) reads back as
+ * unique; a small K-quant (Q3_K as Q6_K), Q5_0 or Q5_1 tensor repacked
+ * into the kernels' tiles (lib/kernels/kquant.h, qtile.h) reads back as
  * gguf_dequant's values, bitwise. */
 #include "fuzz.h"
 #include "sample/sampler.h"
@@ -16,12 +16,13 @@
 #include <math.h>
 #include <stdint.h>
 
-/* t (a K-quant, Q5_0 or Q5_1 of at most 1 << 16 values) put into the
+/* t (a K-quant but Q2_K, Q5_0 or Q5_1 of at most 1 << 16 values) put into the
  * kernels' tiles as the loader does (lib/kernels/kquant.h, qtile.h): each
  * row read back is v's row, bitwise. */
 static void check_tiles(const struct gguf_tensor *t, const float *v)
 {
-	int kq = t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K;
+	int kq = t->type == GGML_Q3_K || t->type == GGML_Q4_K || t->type == GGML_Q5_K ||
+		 t->type == GGML_Q6_K;
 	int cols = (int)t->ne[0], rows = (int)(t->nelem / (uint64_t)t->ne[0]);
 	int per = kq ? KQ_SB : 32;  /* values a block */
 	struct wmat w = { .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols };
@@ -113,9 +114,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			float *v = malloc(sizeof(float) * t->nelem);
 			if (v) {
 				FUZZ_CHECK(gguf_dequant(t->type, t->data, t->nelem, v) == 0);
-				if (t->type == GGML_Q4_K || t->type == GGML_Q5_K || t->type == GGML_Q6_K ||
+				if (t->type == GGML_Q3_K || t->type == GGML_Q4_K ||
+				    t->type == GGML_Q5_K || t->type == GGML_Q6_K ||
 				    t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
 					check_tiles(t, v);
+				int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
+				FUZZ_CHECK(bad >= -1 && bad < (int64_t)(t->nelem / KQ_SB));
 			}
 			free(v);
 		}
