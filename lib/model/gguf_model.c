@@ -72,9 +72,7 @@ struct loader {
 	int counts[GGML_NTYPES]; /* matrices dequantized to float32, by type */
 	int bf16[GGML_NTYPES];   /* ... to bf16, which holds their values exactly */
 	char rounds[GGML_NTYPES];/* a matrix of the type whose values bf16 would round */
-	int q4, q8, iq4nl;       /* Q4_0 as int4, Q8_0 and IQ4_NL as int8 */
-	int q5[2];               /* Q5_0, Q5_1 matrices put in 5-bit tiles */
-	int kq[4];               /* Q4_K, Q5_K, Q6_K, Q3_K matrices repacked */
+	int repacked[GGML_NTYPES]; /* matrices put exactly into int4, int8 or tiles, by type */
 	struct err *e;
 	const struct gguf_file *src;  /* the mapping, when m->gg is a partial copy */
 };
@@ -156,7 +154,6 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
-		*(p == P_Q4 ? &L->q4 : t->type == GGML_IQ4_NL ? &L->iq4nl : &L->q8) += 1;
 	} else if (p == P_Q5) {
 		/* each block's codes and halves put into its tile (qtile.h) */
 		*w = (struct wmat){ .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols,
@@ -174,7 +171,6 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 							  k);
 				qtile_q5_put(w, L->next, r, blk, u, d, mn);
 			}
-		L->q5[w->type == WT_Q51]++;
 	} else if (p == P_KQ) {
 		/* each super-block decoded and put into its tile (kquant.h) */
 		*w = (struct wmat){ .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols,
@@ -189,7 +185,6 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 				gguf_kdecode(t->type, b, &k);
 				kq_put(w, L->next, r, sb, &k);
 			}
-		L->kq[t->type == GGML_Q3_K ? 3 : w->type - WT_Q4K]++;
 	} else {
 		float *v = (float *)L->next;
 		gguf_dequant(t->type, t->data, t->nelem, v);
@@ -205,6 +200,8 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 			L->rounds[t->type] = 1;
 		}
 	}
+	if (p != P_VIEW && p != P_F32)
+		L->repacked[t->type]++;
 	if (p != P_VIEW)
 		release(t->data, t->bytes);
 	L->next += owned_bytes(t, p);
@@ -264,17 +261,19 @@ static void note(struct loader *L)
 	size_t o = 0;
 	say(L, &o, "GGUF");
 	const char *sep = ": ";
-	const struct { int n; const char *from, *to; } re[] = {
-		{ L->q4, "Q4_0", "int4" }, { L->q8, "Q8_0", "int8" }, { L->iq4nl, "IQ4_NL", "int8" },
-		{ L->q5[0], "Q5_0", "5-bit tiles" }, { L->q5[1], "Q5_1", "5-bit tiles" },
-		{ L->kq[0], "Q4_K", "K-quant tiles" }, { L->kq[1], "Q5_K", "K-quant tiles" },
-		{ L->kq[2], "Q6_K", "K-quant tiles" }, { L->kq[3], "Q3_K", "Q6_K tiles" } };
-	for (int i = 0; i < 9; i++)
-		if (re[i].n) {
-			say(L, &o, "%s%d %s matri%s repacked as %s (exact)", sep, re[i].n, re[i].from,
-			    re[i].n == 1 ? "x" : "ces", re[i].to);
+	const struct { enum gguf_ttype from; const char *to; } re[] = {
+		{ GGML_Q4_0, "int4" }, { GGML_Q8_0, "int8" }, { GGML_IQ4_NL, "int8" },
+		{ GGML_Q5_0, "5-bit tiles" }, { GGML_Q5_1, "5-bit tiles" },
+		{ GGML_Q4_K, "K-quant tiles" }, { GGML_Q5_K, "K-quant tiles" },
+		{ GGML_Q6_K, "K-quant tiles" }, { GGML_Q3_K, "Q6_K tiles" } };
+	for (size_t i = 0; i < sizeof re / sizeof re[0]; i++) {
+		int n = L->repacked[re[i].from];
+		if (n) {
+			say(L, &o, "%s%d %s matri%s repacked as %s (exact)", sep, n,
+			    gguf_ttype_name(re[i].from), n == 1 ? "x" : "ces", re[i].to);
 			sep = ", ";
 		}
+	}
 	for (int t = 0; t < GGML_NTYPES; t++) {
 		const char *name = gguf_ttype_name((enum gguf_ttype)t);
 		if (L->bf16[t]) {
