@@ -12,8 +12,8 @@
  * hardware prefetcher follows faster alone: the float row blocks on
  * interleaved rows and qtile's and btile's kernels leave it to the
  * hardware, asking only for each new page's first line ahead
- * (prefetch_page) and, in qtile's, for each tile's scale area first
- * (prefetch_area); kquant's records, whose scales sit between the
+ * (prefetch_page; qtile's scales sit in the stream just before their
+ * codes, qtile.h); kquant's records, whose scales sit between the
  * codes, and on some processors qtile's Q5 tiles, whose bit planes are
  * read into mask registers, ask for every line some KiB ahead
  * (prefetch_tuning) as well as for each new page (prefetch_lines), which
@@ -53,21 +53,6 @@ static inline size_t prefetch_ahead(size_t block_bytes)
 static inline __attribute__((always_inline)) void prefetch_at(const void *p, size_t ahead)
 {
 	_mm_prefetch((const char *)p + ahead, _MM_HINT_T1);
-}
-
-/* Asks for the `bytes` at p into L1. A tiled kernel calls it as it starts
- * a tile, with the tile's scale area (read a little at a time beside the
- * codes, and in the int8 tiles with a scale per row only at the end): so
- * the area's lines are asked for before the codes behind them, in address
- * order, a stream the hardware prefetcher follows alone. Without it, the
- * area's demand misses behind the codes already streaming stopped the
- * hardware prefetcher at each tile on the AMD EPYC VM, and decode ran at a
- * third of the bandwidth (docs/performance.md). always_inline for the
- * reason above. */
-static inline __attribute__((always_inline)) void prefetch_area(const void *p, size_t bytes)
-{
-	for (size_t k = 0; k < bytes; k += 64)
-		_mm_prefetch((const char *)p + k, _MM_HINT_T0);
 }
 
 /* How a stream asks ahead on this processor, chosen once by prefetch_tune

@@ -7,21 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-/* A block's code bytes: int4's nibbles, Q5's nibbles and plane, int8's. */
-static size_t code_bytes(enum wtype type)
-{
-	return type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
-}
-
-/* The scale area: Q5_1 holds its mins after its scales. */
-static size_t scale_area(enum wtype type, int nb, enum qtile_scales s)
-{
-	size_t b = s == QT_ROW ? QTILE_ROWS * sizeof(float)
-		 : (size_t)nb * QTILE_ROWS * (s == QT_F16 ? 2 : sizeof(float));
-	b *= type == WT_Q51 ? 2 : 1;
-	return (b + 63) / 64 * 64;
-}
-
 /* The kind of scales of a tiled matrix (Q5's are always halves). */
 static enum qtile_scales scales_of(const struct wmat *w)
 {
@@ -33,17 +18,52 @@ static int nblocks(int cols)
 	return (cols + Q8A_BLOCK - 1) / Q8A_BLOCK;
 }
 
+/* A tile's groups (qtile.h), and the bytes of a whole one. */
+static int ngroups(enum wtype type, enum qtile_scales s, int nb)
+{
+	int G = qtile_group(type, s);
+	return G ? (nb + G - 1) / G : 1;
+}
+
+static size_t group_bytes(enum wtype type, enum qtile_scales s)
+{
+	return QTILE_LINE + (size_t)qtile_group(type, s) * qtile_code_bytes(type);
+}
+
+/* Where in its tile block b's line of scales starts, and its codes. */
+static size_t line_at(enum wtype type, enum qtile_scales s, int b)
+{
+	int G = qtile_group(type, s);
+	return G ? (size_t)(b / G) * group_bytes(type, s) : 0;
+}
+
+static size_t codes_at(enum wtype type, enum qtile_scales s, int b)
+{
+	int G = qtile_group(type, s);
+	return line_at(type, s, b) + QTILE_LINE + (size_t)(G ? b % G : b) * qtile_code_bytes(type);
+}
+
+/* Where in its tile lane l's scale of block b is (QT_ROW: the row's);
+ * Q5_1's min is QTILE_MINS bytes further. */
+static size_t scale_at(enum wtype type, enum qtile_scales s, int b, int l)
+{
+	if (s == QT_ROW)
+		return (size_t)l * sizeof(float);
+	size_t size = s == QT_F16 ? 2 : sizeof(float);
+	return line_at(type, s, b) +
+	       ((size_t)(b % qtile_group(type, s)) * QTILE_ROWS + (size_t)l) * size;
+}
+
 size_t qtile_tile_bytes(enum wtype type, int cols, enum qtile_scales s)
 {
 	int nb = nblocks(cols);
-	return scale_area(type, nb, s) + (size_t)nb * code_bytes(type);
+	return (size_t)ngroups(type, s, nb) * QTILE_LINE + (size_t)nb * qtile_code_bytes(type);
 }
 
 void qtile_geom(const struct wmat *w, struct qtile_geom *g)
 {
 	g->s = scales_of(w);
 	g->nb = nblocks(w->cols);
-	g->area = scale_area(w->type, g->nb, g->s);
 	g->tile = qtile_tile_bytes(w->type, w->cols, g->s);
 }
 
@@ -66,7 +86,7 @@ enum qtile_scales qtile_scales_for(const struct wmat *src)
 	return QT_F16;
 }
 
-/* Where row r's tile starts, and its codes. */
+/* Where row r's tile starts. */
 static const uint8_t *tile_at(const struct wmat *w, int r)
 {
 	return (const uint8_t *)w->data +
@@ -74,34 +94,32 @@ static const uint8_t *tile_at(const struct wmat *w, int r)
 }
 
 /* The byte holding weight (l, c) of a tile (its row in the tile, its
- * column), from the start of the tile's codes; for int4 *hi says which
+ * column), from the start of the tile; for int4 and Q5 *hi says which
  * nibble. */
-static size_t code_at(enum wtype type, int l, int c, int *hi)
+static size_t code_at(enum wtype type, enum qtile_scales s, int l, int c, int *hi)
 {
 	int b = c / Q8A_BLOCK, j = c % Q8A_BLOCK;
+	*hi = 0;
 	if (type != WT_Q8) {
 		*hi = j >= 16;
 		j %= 16;
-		return (size_t)b * code_bytes(type) + (size_t)(j / 4) * 64 + (size_t)l * 4 +
-		       (size_t)(j % 4);
 	}
-	*hi = 0;
-	return (size_t)b * 512 + (size_t)(j / 4) * 64 + (size_t)l * 4 + (size_t)(j % 4);
+	return codes_at(type, s, b) + (size_t)(j / 4) * 64 + (size_t)l * 4 + (size_t)(j % 4);
 }
 
 /* The plane bit of Q5's weight (l, c) of a tile: its word, and the bit. */
-static size_t plane_at(int l, int c, int *bit)
+static size_t plane_at(enum wtype type, int l, int c, int *bit)
 {
 	int b = c / Q8A_BLOCK, j = c % Q8A_BLOCK;
 	*bit = 4 * l + j % 4;
-	return (size_t)b * code_bytes(WT_Q50) + 256 + (size_t)(j / 4) * 8;
+	return codes_at(type, QT_F16, b) + 256 + (size_t)(j / 4) * 8;
 }
 
 int qtile_code(const struct wmat *w, int r, int c)
 {
-	const uint8_t *t = tile_at(w, r) + scale_area(w->type, nblocks(w->cols), scales_of(w));
+	const uint8_t *t = tile_at(w, r);
 	int hi, l = r % QTILE_ROWS;
-	uint8_t byte = t[code_at(w->type, l, c, &hi)];
+	uint8_t byte = t[code_at(w->type, scales_of(w), l, c, &hi)];
 	if (w->type == WT_Q8)
 		return (int)byte - 128;
 	int u = hi ? byte >> 4 : byte & 15;
@@ -109,56 +127,64 @@ int qtile_code(const struct wmat *w, int r, int c)
 		return u - 8;
 	int bit;
 	uint64_t word;
-	memcpy(&word, t + plane_at(l, c, &bit), 8);
+	memcpy(&word, t + plane_at(w->type, l, c, &bit), 8);
 	u |= (int)(word >> bit & 1) << 4;
 	return w->type == WT_Q50 ? u - 16 : u;
+}
+
+/* A half of a tile, widened. */
+static float half_at(const uint8_t *t, size_t at)
+{
+	uint16_t h;
+	memcpy(&h, t + at, 2);
+	return f16_to_f32(h);
 }
 
 /* Q5_1's min of weight (r, c). */
 static float q5_min(const struct wmat *w, int r, int c)
 {
-	int nb = nblocks(w->cols);
-	const uint16_t *m = (const uint16_t *)tile_at(w, r) + (size_t)nb * QTILE_ROWS;
-	return f16_to_f32(m[(size_t)(c / Q8A_BLOCK) * QTILE_ROWS + (size_t)(r % QTILE_ROWS)]);
+	return half_at(tile_at(w, r),
+		       scale_at(WT_Q51, QT_F16, c / Q8A_BLOCK, r % QTILE_ROWS) + QTILE_MINS);
 }
 
 float qtile_scale(const struct wmat *w, int r, int c)
 {
 	enum qtile_scales s = scales_of(w);
 	const uint8_t *t = tile_at(w, r);
-	int l = r % QTILE_ROWS;
-	if (s == QT_ROW)
-		return ((const float *)t)[l];
-	size_t i = (size_t)(c / Q8A_BLOCK) * QTILE_ROWS + (size_t)l;
+	size_t at = scale_at(w->type, s, c / Q8A_BLOCK, r % QTILE_ROWS);
 	if (s == QT_F16)
-		return f16_to_f32(((const uint16_t *)t)[i]);
-	return ((const float *)t)[i];
+		return half_at(t, at);
+	float f;
+	memcpy(&f, t + at, sizeof f);
+	return f;
 }
 
-/* Row r of src into the codes of its tile, as lane l. Four columns at a
- * time where they exist whole: the int4 row's packing (lib/kernels/quant.h)
- * already pairs column 4k + j with 16 + 4k + j in a byte, as a chunk
- * does, and int8 codes just move by 128 (their top bit flips). */
-static void pack_row(const struct wmat *src, int r, uint8_t *codes, int l, int zero)
+/* Row r of src into the codes of its tile t (scales s), as lane l. Four
+ * columns at a time where they exist whole: the int4 row's packing
+ * (lib/kernels/quant.h) already pairs column 4k + j with 16 + 4k + j in a
+ * byte, as a chunk does, and int8 codes just move by 128 (their top bit
+ * flips). */
+static void pack_row(const struct wmat *src, enum qtile_scales s, int r, uint8_t *t, int l,
+		     int zero)
 {
 	int c = 0, q4 = src->type == WT_Q4;
 	for (; c + Q8A_BLOCK <= src->cols && q4; c += Q8A_BLOCK) {
 		const uint8_t *b = (const uint8_t *)src->data + (size_t)r * (size_t)src->cols / 2 +
 				   (size_t)c / 2;
+		uint8_t *codes = t + codes_at(WT_Q4, s, c / Q8A_BLOCK);
 		for (int k = 0; k < 4; k++)
-			memcpy(codes + (size_t)c / Q8A_BLOCK * 256 + (size_t)k * 64 + (size_t)l * 4,
-			       b + 4 * k, 4);
+			memcpy(codes + (size_t)k * 64 + (size_t)l * 4, b + 4 * k, 4);
 	}
 	for (; c + 4 <= src->cols && !q4; c += 4) {
 		uint32_t v;
 		memcpy(&v, (const int8_t *)src->data + wmat_at(src, r, c), 4);
 		v ^= 0x80808080u;
-		memcpy(codes + (size_t)(c / Q8A_BLOCK) * 512 + (size_t)(c % Q8A_BLOCK / 4) * 64 +
+		memcpy(t + codes_at(WT_Q8, s, c / Q8A_BLOCK) + (size_t)(c % Q8A_BLOCK / 4) * 64 +
 		       (size_t)l * 4, &v, 4);
 	}
 	for (; c < src->cols; c++) {
 		int hi, u = quant_code(src, r, c) + zero;
-		uint8_t *byte = codes + code_at(src->type, l, c, &hi);
+		uint8_t *byte = t + code_at(src->type, s, l, c, &hi);
 		if (!q4)
 			*byte = (uint8_t)u;
 		else if (hi)
@@ -170,26 +196,27 @@ static void pack_row(const struct wmat *src, int r, uint8_t *codes, int l, int z
 
 void qtile_pack_rows(const struct wmat *src, enum qtile_scales s, void *dst, int r0, int r1)
 {
-	int nb = nblocks(src->cols), zero = src->type == WT_Q4 ? 8 : 128;
-	size_t tb = qtile_tile_bytes(src->type, src->cols, s), sa = scale_area(src->type, nb, s);
+	enum wtype type = src->type;
+	int nb = nblocks(src->cols), zero = type == WT_Q4 ? 8 : 128;
+	size_t tb = qtile_tile_bytes(type, src->cols, s);
 	uint8_t *p = (uint8_t *)dst + (size_t)(r0 / QTILE_ROWS) * tb;
 	for (; r0 < r1; r0 += QTILE_ROWS, p += tb) {
-		memset(p, 0, sa);
-		uint8_t *codes = p + sa;
-		memset(codes, src->type == WT_Q4 ? 0x88 : zero, tb - sa);
+		memset(p, type == WT_Q4 ? 0x88 : zero, tb);  /* every code 0 */
+		for (int g = 0; g < ngroups(type, s, nb); g++)
+			memset(p + (size_t)g * group_bytes(type, s), 0, QTILE_LINE);
 		for (int l = 0; l < QTILE_ROWS && r0 + l < src->rows; l++) {
 			int r = r0 + l;
 			if (s == QT_ROW)
-				((float *)p)[l] = src->scales[r];
+				memcpy(p + scale_at(type, s, 0, l), &src->scales[r], sizeof(float));
 			for (int b = 0; b < nb && s != QT_ROW; b++) {
 				float sc = quant_scale(src, r, b * Q8A_BLOCK);
-				size_t i = (size_t)b * QTILE_ROWS + (size_t)l;
+				uint16_t h = f32_to_f16(sc);
 				if (s == QT_F16)
-					((uint16_t *)p)[i] = f32_to_f16(sc);
+					memcpy(p + scale_at(type, s, b, l), &h, 2);
 				else
-					((float *)p)[i] = sc;
+					memcpy(p + scale_at(type, s, b, l), &sc, sizeof sc);
 			}
-			pack_row(src, r, codes, l, zero);
+			pack_row(src, s, r, p, l, zero);
 		}
 	}
 }
@@ -216,14 +243,14 @@ size_t qtile_q5_bytes(enum wtype type, int rows, int cols)
 void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
 		  uint16_t d, uint16_t m)
 {
-	int nb = nblocks(w->cols), l = r % QTILE_ROWS;
+	int l = r % QTILE_ROWS;
 	uint8_t *t = (uint8_t *)data + (size_t)(r / QTILE_ROWS) * qtile_tile_bytes(w->type, w->cols,
 										    QT_F16);
-	size_t i = (size_t)b * QTILE_ROWS + (size_t)l;
-	((uint16_t *)t)[i] = d;
+	size_t at = scale_at(w->type, QT_F16, b, l);
+	memcpy(t + at, &d, 2);
 	if (w->type == WT_Q51)
-		((uint16_t *)t)[(size_t)nb * QTILE_ROWS + i] = m;
-	uint8_t *codes = t + scale_area(w->type, nb, QT_F16) + (size_t)b * code_bytes(w->type);
+		memcpy(t + at + QTILE_MINS, &m, 2);
+	uint8_t *codes = t + codes_at(w->type, QT_F16, b);
 	qtile_put_nibbles(codes, l, u);
 	qtile_put_plane(codes + 256, l, u, 4);
 }
@@ -260,15 +287,14 @@ void qtile_q5_row(const struct wmat *w, int r, float *out)
 {
 	int nb = nblocks(w->cols), l = r % QTILE_ROWS;
 	const uint8_t *t = tile_at(w, r);
-	const uint16_t *d = (const uint16_t *)t, *m = d + (size_t)nb * QTILE_ROWS;
-	const uint8_t *codes = t + scale_area(w->type, nb, QT_F16);
-	for (int b = 0; b < nb; b++, codes += code_bytes(w->type)) {
-		float s = f16_to_f32(d[(size_t)b * QTILE_ROWS + (size_t)l]);
+	for (int b = 0; b < nb; b++) {
+		size_t at = scale_at(w->type, QT_F16, b, l);
+		const uint8_t *codes = t + codes_at(w->type, QT_F16, b);
 		if (w->type == WT_Q51)
-			q5_block_row(codes, l, s, f16_to_f32(m[(size_t)b * QTILE_ROWS + (size_t)l]), 1,
+			q5_block_row(codes, l, half_at(t, at), half_at(t, at + QTILE_MINS), 1,
 				     out + 32 * b);
 		else
-			q5_block_row(codes, l, s, 0, 0, out + 32 * b);
+			q5_block_row(codes, l, half_at(t, at), 0, 0, out + 32 * b);
 	}
 }
 

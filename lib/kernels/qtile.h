@@ -14,13 +14,16 @@
  * 16i .. 16i + 15, in order, each qtile_tile_bytes long, one sequential
  * stream. The columns are cut into nb = ceil(cols / 32) blocks; rows
  * beyond `rows` and columns beyond `cols` hold the code of 0 with scale 0.
- * A tile is its scale area, then its codes:
- *   scales  QT_ROW (int8, a scale per row): 16 floats, row 16i + l's at l;
+ * A tile is groups of G blocks (qtile_group; the last may hold fewer),
+ * each a 64-byte line of its blocks' scales, then their codes, so that a
+ * block's scales arrive in the stream just before its codes:
+ *   scales  QT_ROW (int8, a scale per row): one group of every block, its
+ *           line the 16 floats of the rows' scales, row 16i + l's at l;
  *           QT_F32 (a scale per 32 columns: int4, and int8 in groups):
- *           nb x 16 floats, [b][l] the scale of row 16i + l's block b;
+ *           G = 1, the line the block's 16 floats, row 16i + l's at l;
  *           QT_F16: the same as IEEE halves (where every scale is one
- *           exactly: GGUF's Q4_0 and Q8_0).
- *           The area is padded with zeros to a multiple of 64 bytes.
+ *           exactly: GGUF's Q4_0 and Q8_0), G = 2, block j of the group
+ *           at halves 16j .. 16j + 15.
  *   codes   block after block. Stored unsigned: u = q + 128 (int8) or
  *           u = q + 8 (int4). int8, 512 bytes a block: 8 quads of 64
  *           bytes; quad k holds, at bytes 4l .. 4l + 3, row 16i + l's
@@ -28,11 +31,14 @@
  *           chunks of 64 bytes; byte 4l + j of chunk k holds column
  *           32b + 4k + j of row 16i + l in its low nibble and column
  *           32b + 16 + 4k + j in its high nibble.
+ * (Scales apart from the codes, at the head of the tile, streamed slower
+ * from memory: docs/performance.md, "Scales beside their codes".)
  *
  * Q5_0 and Q5_1 (WT_Q50, WT_Q51: GGUF's 5-bit types, put in tiles at load,
  * lib/model/gguf_model.c, and always tiled) take the same layout with
- * QT_F16 scales: the area holds the halves d as above, then for WT_Q51 the
- * halves m the same way (nb x 16 more); a block's codes are 320 bytes,
+ * QT_F16 scales: the line holds the halves d as above, except that for
+ * WT_Q51 G = 1 and the line holds the block's 16 halves d, then (from
+ * byte QTILE_MINS) its 16 halves m; a block's codes are 320 bytes,
  * the low 4 bits of u as int4's 256 (u in 0..31, w = d * (u - 16) or
  * d * u + m), then a 64-byte plane of the fifth bits: its u64 word g (g < 8)
  * holds bit 4 of column 32b + 4g + i of row 16i + l at bit 4l + i, the byte
@@ -65,9 +71,25 @@
 
 #define QTILE_ROWS 16
 #define QTILE_PLANE 64   /* bytes of a Q5 block's plane of fifth bits */
+#define QTILE_LINE 64    /* bytes of a group's line of scales */
+#define QTILE_MINS 32    /* where Q5_1's mins start in its line */
 
 /* The scales of a tiled matrix (w->tiled - 1). */
 enum qtile_scales { QT_ROW, QT_F32, QT_F16 };
+
+/* The bytes of one block's codes: int4's nibbles, Q5's nibbles and plane,
+ * int8's. */
+static inline size_t qtile_code_bytes(enum wtype type)
+{
+	return type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
+}
+
+/* The blocks of a group (G above): as many as fill a line with their
+ * scales, or 0 for QT_ROW's one group of every block. */
+static inline int qtile_group(enum wtype type, enum qtile_scales s)
+{
+	return s == QT_ROW ? 0 : s == QT_F16 && type != WT_Q51 ? 2 : 1;
+}
 
 /* Bytes of one tile, and of the whole tiled matrix, for a WT_Q8 or WT_Q4
  * matrix of cols columns with these scales. */

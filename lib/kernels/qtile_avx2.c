@@ -49,7 +49,7 @@ block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const enum 
 		const int off = type == WT_Q4 ? -8 : type == WT_Q50 ? -16 : 0;
 		const __m256i lo = _mm256_set1_epi8(15);
 		__m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
-		for (int k = 0; k < 4; k++) {
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
 			__m256i v = _mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h));
 			__m256i u0 = _mm256_and_si256(v, lo);
 			__m256i u1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
@@ -64,7 +64,7 @@ block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const enum 
 		return _mm256_add_epi32(d, _mm256_set1_epi32(off * sum));
 	}
 	__m256i d = _mm256_setzero_si256();
-	for (int k = 0; k < 8; k++) {
+	_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
 		__m256i v = _mm256_xor_si256(
 			_mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h)),
 			_mm256_set1_epi8((char)0x80));
@@ -81,26 +81,27 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
      int ldy, int rbase, int lo, int hi, const enum wtype type, const enum qtile_scales s,
      const int NT)
 {
-	const uint8_t *codes = p + g->area;
-	const size_t cb = type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
+	const int G = qtile_group(type, s);
+	const size_t cb = qtile_code_bytes(type);
+	const uint8_t *line = p, *codes = p + QTILE_LINE;
 	__m256 acc[4];  /* NT <= 4; not acc[NT], which GCC keeps in memory */
 	for (int t = 0; t < NT; t++)
 		acc[t] = _mm256_setzero_ps();
-	for (int b = 0; b < g->nb; b++, codes += cb) {
+	for (int b = 0; b < g->nb; b++) {
 		prefetch_page(codes, cb);
 		/* (the second half reads the same lines) */
 		if (wt_is_q5(type) && prefetch_tuning.q5_lines && h == 0)
 			prefetch_lines(codes, cb);
 		__m256 ws = _mm256_setzero_ps();
-		size_t si = (size_t)b * QTILE_ROWS + 8 * (size_t)h;
 		if (s == QT_F32)
-			ws = _mm256_load_ps((const float *)p + si);
+			ws = _mm256_load_ps((const float *)line + 8 * h);
 		else if (s == QT_F16)
-			ws = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)((const uint16_t *)p + si)));
+			ws = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(
+				(const uint16_t *)line + (size_t)(b % G) * QTILE_ROWS + 8 * h)));
 		__m256 wm = _mm256_setzero_ps();
 		if (type == WT_Q51)
 			wm = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(
-				(const uint16_t *)p + (size_t)g->nb * QTILE_ROWS + si)));
+				(const uint16_t *)(line + QTILE_MINS) + 8 * h)));
 		for (int t = 0; t < NT; t++) {
 			__m256i d = block_sum(codes, h, a[t].q + (size_t)b * Q8A_BLOCK, a[t].sums[b], type);
 			__m256 as = _mm256_set1_ps(a[t].scales[b]), sc = as;
@@ -110,6 +111,11 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 			if (type == WT_Q51)
 				acc[t] = _mm256_fmadd_ps(_mm256_set1_ps((float)a[t].sums[b]),
 							 _mm256_mul_ps(as, wm), acc[t]);
+		}
+		codes += cb;
+		if (G && b % G == G - 1) {  /* the group's last block: the next line */
+			line = codes;
+			codes += QTILE_LINE;
 		}
 	}
 	for (int t = 0; t < NT; t++) {
@@ -132,7 +138,6 @@ tiles(const struct kern_mm *m, const struct qtile_geom *g, const enum wtype type
 	const struct q8act *a = m->xa;
 	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
 		const uint8_t *p = (const uint8_t *)m->w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
-		prefetch_area(p, g->area);
 		for (int h = 0; h < 2; h++) {
 			int lo = r0 - rb > 8 * h ? r0 - rb : 8 * h;
 			int hi = r1 - rb < 8 * h + 8 ? r1 - rb : 8 * h + 8;

@@ -14,10 +14,10 @@
  * by ISA. */
 kern_mm_fn qtile_mm_scalar, qtile_mm_avx2, qtile_mm_vnni;
 
-/* The tile's geometry, shared by the kernels: tile bytes, the scale area
- * (the codes start there) and the blocks. */
+/* The tile's geometry, shared by the kernels: tile bytes and blocks (the
+ * groups follow from the type and the scales, qtile_group). */
 struct qtile_geom {
-	size_t tile, area;
+	size_t tile;
 	int nb;
 	enum qtile_scales s;
 };

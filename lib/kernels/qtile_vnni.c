@@ -29,14 +29,14 @@ static inline __attribute__((always_inline)) void
 tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float *y, int ldy,
      int rbase, __mmask16 m, const enum wtype type, const enum qtile_scales s, const int NT)
 {
-	const int q4 = type == WT_Q4, q5 = wt_is_q5(type);
-	const uint8_t *codes = p + g->area;
-	const size_t cb = q4 ? 256 : q5 ? 256 + QTILE_PLANE : 512;
+	const int q4 = type == WT_Q4, q5 = wt_is_q5(type), G = qtile_group(type, s);
+	const size_t cb = qtile_code_bytes(type);
+	const uint8_t *line = p, *codes = p + QTILE_LINE;
 	const int off = q4 ? -8 : type == WT_Q50 ? -16 : type == WT_Q51 ? 0 : -128;
 	__m512 acc[8];  /* NT <= 8; not acc[NT], which GCC keeps in memory */
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
 		acc[t] = _mm512_setzero_ps();
-	for (int b = 0; b < g->nb; b++, codes += cb) {
+	for (int b = 0; b < g->nb; b++) {
 		prefetch_page(codes, cb);
 		if (q5 && prefetch_tuning.q5_lines)
 			prefetch_lines(codes, cb);
@@ -63,13 +63,12 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 		}
 		__m512 ws = _mm512_setzero_ps(), wm = _mm512_setzero_ps();
 		if (s == QT_F32)
-			ws = _mm512_load_ps((const float *)p + (size_t)b * QTILE_ROWS);
+			ws = _mm512_load_ps((const float *)line);
 		else if (s == QT_F16)
-			ws = _mm512_cvtph_ps(_mm256_load_si256(
-				(const __m256i *)((const uint16_t *)p + (size_t)b * QTILE_ROWS)));
+			ws = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(
+				(const uint16_t *)line + (size_t)(b % G) * QTILE_ROWS)));
 		if (type == WT_Q51)
-			wm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(
-				(const uint16_t *)p + (size_t)(g->nb + b) * QTILE_ROWS)));
+			wm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(line + QTILE_MINS)));
 		_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
 			const int8_t *q = a[t].q + (size_t)b * Q8A_BLOCK;
 			__m512i d0 = _mm512_set1_epi32(off * a[t].sums[b]);
@@ -96,6 +95,11 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 				acc[t] = _mm512_fmadd_ps(_mm512_set1_ps((float)a[t].sums[b]),
 							 _mm512_mul_ps(as, wm), acc[t]);
 		}
+		codes += cb;
+		if (G && b % G == G - 1) {  /* the group's last block: the next line */
+			line = codes;
+			codes += QTILE_LINE;
+		}
 	}
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
 		__m512 r = acc[t];
@@ -116,7 +120,6 @@ tiles(const struct kern_mm *mm, const struct qtile_geom *g, const enum wtype typ
 	const struct q8act *a = mm->xa;
 	for (int rb = r0 / QTILE_ROWS * QTILE_ROWS; rb < r1; rb += QTILE_ROWS) {
 		const uint8_t *p = (const uint8_t *)mm->w->data + (size_t)(rb / QTILE_ROWS) * g->tile;
-		prefetch_area(p, g->area);
 		int lo = r0 > rb ? r0 - rb : 0, hi = r1 - rb < QTILE_ROWS ? r1 - rb : QTILE_ROWS;
 		__mmask16 m = (__mmask16)((0xffffu >> (QTILE_ROWS - hi)) & (0xffffu << lo));
 		int t = 0;

@@ -307,7 +307,7 @@ int main(void)
 {
 	printf("qtile: %s%s\n", cpu_level_name(cpu_level_env(NULL)),
 	       kern_has_vnni() && cpu_level_env(NULL) == CPU_AVX512 ? " + VNNI" : "");
-	int cols[] = { 1, 17, 32, 33, 64, 100, 128, 896 };
+	int cols[] = { 1, 17, 32, 33, 64, 96, 100, 128, 896 };  /* 96: three blocks, a group and a half */
 	int rows[] = { 1, 5, 16, 17, 40 };
 	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
 		for (size_t j = 0; j < sizeof rows / sizeof rows[0]; j++) {
