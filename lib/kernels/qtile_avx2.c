@@ -89,9 +89,11 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 		acc[t] = _mm256_setzero_ps();
 	for (int b = 0; b < g->nb; b++) {
 		prefetch_page(codes, cb);
-		/* (the second half reads the same lines) */
+		/* (the second half reads the same lines; a group's first block
+		 * asks for its line too) */
 		if (wt_is_q5(type) && prefetch_tuning.q5_lines && h == 0)
-			prefetch_lines(codes, cb);
+			prefetch_lines(G && b % G == 0 ? line : codes,
+				       cb + (G && b % G == 0 ? QTILE_LINE : 0));
 		__m256 ws = _mm256_setzero_ps();
 		if (s == QT_F32)
 			ws = _mm256_load_ps((const float *)line + 8 * h);

@@ -38,8 +38,9 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 		acc[t] = _mm512_setzero_ps();
 	for (int b = 0; b < g->nb; b++) {
 		prefetch_page(codes, cb);
-		if (q5 && prefetch_tuning.q5_lines)
-			prefetch_lines(codes, cb);
+		if (q5 && prefetch_tuning.q5_lines)  /* a group's first block: its line too */
+			prefetch_lines(G && b % G == 0 ? line : codes,
+				       cb + (G && b % G == 0 ? QTILE_LINE : 0));
 		__m512i u[8];
 		if (q4 || q5) {
 			const __m512i lo = _mm512_set1_epi8(15), hi = _mm512_set1_epi8((char)0xf0);
