@@ -210,11 +210,12 @@ void qtile_pack_rows(const struct wmat *src, enum qtile_scales s, void *dst, int
 				memcpy(p + scale_at(type, s, 0, l), &src->scales[r], sizeof(float));
 			for (int b = 0; b < nb && s != QT_ROW; b++) {
 				float sc = quant_scale(src, r, b * Q8A_BLOCK);
-				uint16_t h = f32_to_f16(sc);
-				if (s == QT_F16)
+				if (s == QT_F16) {
+					uint16_t h = f32_to_f16(sc);
 					memcpy(p + scale_at(type, s, b, l), &h, 2);
-				else
+				} else {
 					memcpy(p + scale_at(type, s, b, l), &sc, sizeof sc);
+				}
 			}
 			pack_row(src, s, r, p, l, zero);
 		}
