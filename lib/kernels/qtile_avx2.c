@@ -114,11 +114,7 @@ half(const uint8_t *p, const struct qtile_geom *g, int h, const struct q8act *a,
 				acc[t] = _mm256_fmadd_ps(_mm256_set1_ps((float)a[t].sums[b]),
 							 _mm256_mul_ps(as, wm), acc[t]);
 		}
-		codes += cb;
-		if (G && b % G == G - 1) {  /* the group's last block: the next line */
-			line = codes;
-			codes += QTILE_LINE;
-		}
+		qtile_walk_next(&line, &codes, cb, G, b);
 	}
 	for (int t = 0; t < NT; t++) {
 		float out[8];

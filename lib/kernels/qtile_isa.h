@@ -24,6 +24,21 @@ struct qtile_geom {
 
 void qtile_geom(const struct wmat *w, struct qtile_geom *g);
 
+/* A kernel's walk along one tile (qtile.h's layout) keeps the line of
+ * scales of the current block's group and the block's codes, starting at
+ * the tile and QTILE_LINE bytes on. After block b (cb bytes of codes, G
+ * blocks a group): past its codes, and past the next group's line when b
+ * ends its group. */
+static inline __attribute__((always_inline)) void
+qtile_walk_next(const uint8_t **line, const uint8_t **codes, size_t cb, int G, int b)
+{
+	*codes += cb;
+	if (G && b % G == G - 1) {
+		*line = *codes;
+		*codes += QTILE_LINE;
+	}
+}
+
 /* An ISA's loop over the tiles of m, for one weight type (WT_Q4, WT_Q8,
  * WT_Q50, WT_Q51) and one kind of scales (constants where it is inlined). */
 typedef void qtile_tiles_fn(const struct kern_mm *m, const struct qtile_geom *g,

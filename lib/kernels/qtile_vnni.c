@@ -96,11 +96,7 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 				acc[t] = _mm512_fmadd_ps(_mm512_set1_ps((float)a[t].sums[b]),
 							 _mm512_mul_ps(as, wm), acc[t]);
 		}
-		codes += cb;
-		if (G && b % G == G - 1) {  /* the group's last block: the next line */
-			line = codes;
-			codes += QTILE_LINE;
-		}
+		qtile_walk_next(&line, &codes, cb, G, b);
 	}
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {
 		__m512 r = acc[t];
