@@ -17,7 +17,7 @@ int kq_bits(enum wtype t)
 
 size_t kq_rec_bytes(enum wtype t)
 {
-	return kq_off_plane(t) + KQ_PLANE_BYTES * (size_t)(kq_bits(t) - 4);
+	return kq_off_high(t) + KQ_HIGH_BYTES * (size_t)(kq_bits(t) - 4);
 }
 
 size_t kq_bytes(enum wtype t, int rows, int cols)
@@ -45,23 +45,23 @@ void kq_block_dequant(enum wtype t, const struct kq_block *b, float *y)
 }
 
 /* The codes of lane l in a record: block k's nibble vector j holds, at
- * byte 4 l + i, column 4 j + i (low nibble) and 16 + 4 j + i (high); plane
- * p's word g of block k holds bit 4 + p of column 4 g + i at bit 4 l + i. */
+ * byte 4 l + i, column 4 j + i (low nibble) and 16 + 4 j + i (high); its
+ * high vectors (highbits.h) the bits above. */
 static void put_codes(unsigned char *rec, enum wtype t, int l, const uint8_t *q)
 {
-	unsigned char *nib = rec + kq_off_nib(t), *pl = rec + kq_off_plane(t);
-	int planes = kq_bits(t) - 4;
+	unsigned char *nib = rec + kq_off_nib(t), *hb = rec + kq_off_high(t);
+	int nb = kq_bits(t) - 4;
 	for (int k = 0; k < 8; k++) {
 		qtile_put_nibbles(nib + 256 * k, l, q + 32 * k);
-		for (int p = 0; p < planes; p++)
-			qtile_put_plane(pl + KQ_PLANE_BYTES * p + 64 * k, l, q + 32 * k, 4 + p);
+		if (nb)
+			hb_put(hb + HB_VECTOR * nb * k, l, q + 32 * k, nb);
 	}
 }
 
 static void get_codes(const unsigned char *rec, enum wtype t, int l, uint8_t *q)
 {
-	const unsigned char *nib = rec + kq_off_nib(t), *pl = rec + kq_off_plane(t);
-	int planes = kq_bits(t) - 4;
+	const unsigned char *nib = rec + kq_off_nib(t), *hb = rec + kq_off_high(t);
+	int nb = kq_bits(t) - 4;
 	for (int k = 0; k < 8; k++) {
 		uint8_t *c = q + 32 * k;
 		for (int j = 0; j < 4; j++)
@@ -70,14 +70,8 @@ static void get_codes(const unsigned char *rec, enum wtype t, int l, uint8_t *q)
 				c[4 * j + i] = x & 15;
 				c[16 + 4 * j + i] = x >> 4;
 			}
-		for (int p = 0; p < planes; p++)
-			for (int g = 0; g < 8; g++) {
-				uint64_t m;
-				memcpy(&m, pl + KQ_PLANE_BYTES * p + 64 * k + 8 * g, 8);
-				unsigned bits = (unsigned)(m >> (4 * l)) & 15;
-				for (int i = 0; i < 4; i++)
-					c[4 * g + i] |= (uint8_t)(((bits >> i) & 1) << (4 + p));
-			}
+		for (int i = 0; nb && i < 32; i++)
+			c[i] |= (uint8_t)hb_get(hb + HB_VECTOR * nb * k, l, i, nb);
 	}
 }
 

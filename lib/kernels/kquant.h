@@ -28,13 +28,13 @@
  *                                    4 * lane + i holds column 4j + i in its
  *                                    low nibble and column 16 + 4j + i in its
  *                                    high nibble
- *   u64 plane[bits - 4][8][8]        bit 4 + p of each code (Q5_K: one
- *                                    plane, Q6_K: two): plane[p][k][g] has
- *                                    column 4g + i of block k, lane l, at bit
- *                                    4 * l + i
+ *   u8 high[8][bits - 4][64]         the bits above the nibble (Q5_K: one
+ *                                    vector a block, Q6_K: two), high[k]
+ *                                    block k's, in the layout of
+ *                                    lib/kernels/highbits.h
  * So one 64-byte vector of nib is 16 lanes (rows) x 4 columns for each
- * nibble, the operand of one vpdpbusd per nibble, and each u64 of a plane
- * is the byte mask of one such vector. Bytes per weight over the file's:
+ * nibble, the operand of one vpdpbusd per nibble, and a vector of high
+ * bits adds the rest of 8 (Q5_K) or 4 (Q6_K) such vectors. Bytes per weight over the file's:
  * Q4_K 2432 / 2304 per 16 x 256, Q5_K 2944 / 2816, Q6_K 3392 / 3360.
  *
  * Float activations (the exact mode): y[r] is the canonical dot
@@ -65,6 +65,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "core/cpu.h"
+#include "kernels/highbits.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/weights.h"
@@ -125,7 +126,7 @@ void kq_dequant_row(const struct wmat *w, int r, float *out);
 #define KQ_OFF_DMIN 64
 #define KQ_OFF_M 256
 #define KQ_NIB_BYTES 2048     /* 8 blocks x 4 vectors x 64 bytes */
-#define KQ_PLANE_BYTES 512    /* 8 blocks x 8 groups x 8 bytes */
+#define KQ_HIGH_BYTES 512     /* 8 blocks x 64 bytes, per high bit */
 
 static inline size_t kq_off_sc(enum wtype t)
 {
@@ -137,7 +138,7 @@ static inline size_t kq_off_nib(enum wtype t)
 	return t == WT_Q6K ? 320 : 384;
 }
 
-static inline size_t kq_off_plane(enum wtype t)
+static inline size_t kq_off_high(enum wtype t)
 {
 	return kq_off_nib(t) + KQ_NIB_BYTES;
 }

@@ -22,16 +22,6 @@ static inline __m256 widen_i8(const unsigned char *p)
 	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
 
-/* 0xff in byte i where bit i of m is set. */
-static inline __m256i bytes_of(uint32_t m)
-{
-	const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-					      2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), pick);
-	return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-}
-
 static inline __m256i dot4(__m256i codes, const int8_t *aq)
 {
 	__m256i p = _mm256_maddubs_epi16(codes, _mm256_set1_epi32(kq_group4(aq)));
@@ -42,9 +32,9 @@ static inline __m256i dot4(__m256i codes, const int8_t *aq)
  * T <= KQ_T inputs; mask: the lanes to store. */
 static inline __attribute__((always_inline)) void
 half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int ldy,
-	  const struct q8act *a, const int T, const int q6, const int planes)
+	  const struct q8act *a, const int T, const int q6, const int nb)
 {
-	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
+	enum wtype type = q6 ? WT_Q6K : nb ? WT_Q5K : WT_Q4K;
 	int nsb = w->cols / KQ_SB, o = 32 * half, l0 = 8 * half;
 	size_t rb = kq_rec_bytes(type);
 	const __m256i lo4 = _mm256_set1_epi8(15);
@@ -58,7 +48,7 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 			prefetch_page(rec, rb);
 		}
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
-		const unsigned char *pl = rec + kq_off_plane(type);
+		const unsigned char *hb = rec + kq_off_high(type);
 		__m256 d = _mm256_loadu_ps((const float *)(rec + KQ_OFF_D) + l0);
 		__m256 dmin = q6 ? d : _mm256_loadu_ps((const float *)(rec + KQ_OFF_DMIN) + l0);
 		for (int kk = 0; kk < 8; kk++) {
@@ -69,15 +59,12 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
 				v[j] = _mm256_and_si256(x, lo4);
 				v[j + 4] = _mm256_and_si256(_mm256_srli_epi16(x, 4), lo4);
 			}
-			_Pragma("GCC unroll 2") for (int p = 0; p < planes; p++) {
-				const __m256i add = _mm256_set1_epi8((char)(16 << p));
-				_Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {
-					uint64_t m;
-					memcpy(&m, pl + KQ_PLANE_BYTES * p + 64 * kk + 8 * g, 8);
-					__m256i b = bytes_of((uint32_t)(m >> o));
-					v[g] = _mm256_add_epi8(v[g], _mm256_and_si256(b, add));
-				}
-			}
+			__m256i hv[2];
+			_Pragma("GCC unroll 2") for (int i = 0; i < nb; i++)
+				hv[i] = _mm256_loadu_si256(
+					(const __m256i *)(hb + HB_VECTOR * (nb * kk + i) + o));
+			_Pragma("GCC unroll 8") for (int g = 0; nb && g < 8; g++)
+				v[g] = hb_merge256(v[g], hv[g * nb / 8], g, nb);
 			__m256 ds0, ds1, dm;
 			if (q6) {
 				ds0 = _mm256_mul_ps(d, widen_i8(sc + 16 * (2 * kk) + l0));
@@ -120,7 +107,7 @@ half_pass(const struct wmat *w, int tile, int half, __m256i mask, float *y, int 
  * two, one (each count a constant, so that the accumulators stay in
  * registers). */
 static inline __attribute__((always_inline)) void
-tiles(const struct kern_mm *m, const int q6, const int planes)
+tiles(const struct kern_mm *m, const int q6, const int nb)
 {
 	int r0 = m->r0, r1 = m->r1, T = m->T;
 	for (int tile = r0 / KQ_TILE; tile * KQ_TILE < r1; tile++)
@@ -137,13 +124,13 @@ tiles(const struct kern_mm *m, const int q6, const int planes)
 			int t = 0, ldy = m->ldy;
 			for (; t + KQ_T <= T; t += KQ_T)
 				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, KQ_T, q6,
-					  planes);
+					  nb);
 			if (t + 2 <= T) {
-				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, 2, q6, planes);
+				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, 2, q6, nb);
 				t += 2;
 			}
 			if (t < T)
-				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, 1, q6, planes);
+				half_pass(m->w, tile, half, mask, y + (size_t)t * ldy, ldy, a + t, 1, q6, nb);
 		}
 }
 

@@ -2,8 +2,9 @@
  * order of lib/kernels/kquant.h, lanes = the 16 rows of a tile.
  *
  * Per block of 32 columns, the 4 nibble vectors of the record give 8
- * vectors of codes (16 rows x 4 columns each), the planes' byte masks add
- * the fifth and sixth bits, and one vpdpbusd per vector multiplies them
+ * vectors of codes (16 rows x 4 columns each), the block's high vectors
+ * add the fifth and sixth bits (highbits.h: a shift and a vpternlogd a
+ * vector), and one vpdpbusd per vector multiplies them
  * (unsigned) by the 4 activation codes of that group broadcast (signed).
  * The codes are unpacked once per block and reused by up to KQ_T inputs. */
 #include "kernels/kquant.h"
@@ -25,12 +26,12 @@ static inline __m512 widen_i8(const unsigned char *p)
 }
 
 /* Rows `rows` (a mask of the tile's lanes) of tile `tile` for T <= KQ_T
- * inputs. q6: Q6_K; planes: bits - 4. */
+ * inputs. q6: Q6_K; nb: bits - 4. */
 static inline __attribute__((always_inline)) void
 tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
-	  const struct q8act *a, const int T, const int q6, const int planes)
+	  const struct q8act *a, const int T, const int q6, const int nb)
 {
-	enum wtype type = q6 ? WT_Q6K : planes ? WT_Q5K : WT_Q4K;
+	enum wtype type = q6 ? WT_Q6K : nb ? WT_Q5K : WT_Q4K;
 	int nsb = w->cols / KQ_SB;
 	size_t rb = kq_rec_bytes(type);
 	const __m512i lo4 = _mm512_set1_epi8(15);
@@ -42,7 +43,7 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 		prefetch_lines(rec, rb);
 		prefetch_page(rec, rb);
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
-		const unsigned char *pl = rec + kq_off_plane(type);
+		const unsigned char *hb = rec + kq_off_high(type);
 		__m512 d = _mm512_loadu_ps((const float *)(rec + KQ_OFF_D));
 		__m512 dmin = q6 ? d : _mm512_loadu_ps((const float *)(rec + KQ_OFF_DMIN));
 		for (int kk = 0; kk < 8; kk++) {
@@ -53,14 +54,11 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 				v[j] = _mm512_and_si512(x, lo4);
 				v[j + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), lo4);
 			}
-			_Pragma("GCC unroll 2") for (int p = 0; p < planes; p++) {
-				const __m512i add = _mm512_set1_epi8((char)(16 << p));
-				_Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {
-					uint64_t m;
-					memcpy(&m, pl + KQ_PLANE_BYTES * p + 64 * kk + 8 * g, 8);
-					v[g] = _mm512_mask_add_epi8(v[g], (__mmask64)m, v[g], add);
-				}
-			}
+			__m512i hv[2];
+			_Pragma("GCC unroll 2") for (int i = 0; i < nb; i++)
+				hv[i] = hb_load512(hb + HB_VECTOR * (nb * kk + i));
+			_Pragma("GCC unroll 8") for (int g = 0; nb && g < 8; g++)
+				v[g] = hb_merge512(v[g], hv[g * nb / 8], g, nb);
 			__m512 ds0, ds1, dm;
 			if (q6) {
 				ds0 = _mm512_mul_ps(d, widen_i8(sc + 16 * (2 * kk)));
@@ -101,7 +99,7 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 /* Every tile that holds a row of [r0, r1), KQ_T inputs at a time, then two,
  * one (each count a constant, so that the accumulators stay in registers). */
 static inline __attribute__((always_inline)) void
-tiles(const struct kern_mm *m, const int q6, const int planes)
+tiles(const struct kern_mm *m, const int q6, const int nb)
 {
 	int r0 = m->r0, r1 = m->r1, T = m->T;
 	for (int tile = r0 / KQ_TILE; tile * KQ_TILE < r1; tile++) {
@@ -112,13 +110,13 @@ tiles(const struct kern_mm *m, const int q6, const int planes)
 		const struct q8act *a = m->xa;
 		int t = 0;
 		for (; t + KQ_T <= T; t += KQ_T)
-			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, KQ_T, q6, planes);
+			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, KQ_T, q6, nb);
 		if (t + 2 <= T) {
-			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, 2, q6, planes);
+			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, 2, q6, nb);
 			t += 2;
 		}
 		if (t < T)
-			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, 1, q6, planes);
+			tile_pass(m->w, tile, rows, y + (size_t)t * m->ldy, m->ldy, a + t, 1, q6, nb);
 	}
 }
 

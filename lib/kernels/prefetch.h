@@ -14,8 +14,8 @@
  * hardware, asking only for each new page's first line ahead
  * (prefetch_page; qtile's scales sit in the stream just before their
  * codes, qtile.h); kquant's records, whose scales sit between the
- * codes, and on some processors qtile's Q5 tiles, whose bit planes are
- * read into mask registers, ask for every line some KiB ahead
+ * codes, and on some processors qtile's Q5 tiles, whose fifth bits
+ * follow each block's codes, ask for every line some KiB ahead
  * (prefetch_tuning) as well as for each new page (prefetch_lines), which
  * measured faster there.
  *
@@ -80,8 +80,8 @@ void prefetch_tune(void);
  * hardware prefetchers follow badly alone, called once a step beside
  * prefetch_page. The K-quant records (scales between the codes, and bit
  * planes read beside the nibbles) are such steps, and on some processors
- * the Q5 tiles (a plane after each block's codes, read into mask
- * registers: prefetch_tuning.q5_lines); the int4 and int8 tiles are not,
+ * the Q5 tiles (a vector of fifth bits after each block's codes:
+ * prefetch_tuning.q5_lines); the int4 and int8 tiles are not,
  * and streamed slower with it. always_inline for the reason above. */
 static inline __attribute__((always_inline)) void prefetch_lines(const void *p, size_t bytes)
 {

@@ -107,14 +107,6 @@ static size_t code_at(enum wtype type, enum qtile_scales s, int l, int c, int *h
 	return codes_at(type, s, b) + (size_t)(j / 4) * 64 + (size_t)l * 4 + (size_t)(j % 4);
 }
 
-/* The plane bit of Q5's weight (l, c) of a tile: its word, and the bit. */
-static size_t plane_at(enum wtype type, int l, int c, int *bit)
-{
-	int b = c / Q8A_BLOCK, j = c % Q8A_BLOCK;
-	*bit = 4 * l + j % 4;
-	return codes_at(type, QT_F16, b) + 256 + (size_t)(j / 4) * 8;
-}
-
 int qtile_code(const struct wmat *w, int r, int c)
 {
 	const uint8_t *t = tile_at(w, r);
@@ -125,10 +117,7 @@ int qtile_code(const struct wmat *w, int r, int c)
 	int u = hi ? byte >> 4 : byte & 15;
 	if (w->type == WT_Q4)
 		return u - 8;
-	int bit;
-	uint64_t word;
-	memcpy(&word, t + plane_at(w->type, l, c, &bit), 8);
-	u |= (int)(word >> bit & 1) << 4;
+	u |= hb_get(t + codes_at(w->type, QT_F16, c / Q8A_BLOCK) + 256, l, c % Q8A_BLOCK, 1);
 	return w->type == WT_Q50 ? u - 16 : u;
 }
 
@@ -253,25 +242,21 @@ void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t 
 		memcpy(t + at + QTILE_MINS, &m, 2);
 	uint8_t *codes = t + codes_at(w->type, QT_F16, b);
 	qtile_put_nibbles(codes, l, u);
-	qtile_put_plane(codes + 256, l, u, 4);
+	hb_put(codes + 256, l, u, 1);
 }
 
 /* Row l of a Q5 tile's block at codes, scale s (and min mn), into o[32]:
  * chunk k holds columns 4k + j and 16 + 4k + j in the nibbles of byte
- * 4l + j, plane words k and 4 + k their fifth bits at bit 4l + j. */
+ * 4l + j, the high vector after the chunks their fifth bits. */
 static inline void q5_block_row(const uint8_t *codes, int l, float s, float mn, const int q51,
 				float *o)
 {
 	for (int k = 0; k < 4; k++) {
 		uint32_t q;
-		uint64_t lo, hi;
 		memcpy(&q, codes + 64 * k + 4 * l, 4);
-		memcpy(&lo, codes + 256 + 8 * k, 8);
-		memcpy(&hi, codes + 256 + 8 * (k + 4), 8);
-		unsigned blo = (unsigned)(lo >> (4 * l)), bhi = (unsigned)(hi >> (4 * l));
 		for (int j = 0; j < 4; j++) {
-			int u0 = (int)(q >> (8 * j) & 15) | (int)(blo >> j & 1) << 4;
-			int u1 = (int)(q >> (8 * j + 4) & 15) | (int)(bhi >> j & 1) << 4;
+			int u0 = (int)(q >> (8 * j) & 15) | hb_get(codes + 256, l, 4 * k + j, 1);
+			int u1 = (int)(q >> (8 * j + 4) & 15) | hb_get(codes + 256, l, 16 + 4 * k + j, 1);
 			if (q51) {
 				float p0 = s * (float)u0, p1 = s * (float)u1;
 				o[4 * k + j] = p0 + mn;

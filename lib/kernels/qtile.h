@@ -40,9 +40,9 @@
  * WT_Q51 G = 1 and the line holds the block's 16 halves d, then (from
  * byte QTILE_MINS) its 16 halves m; a block's codes are 320 bytes,
  * the low 4 bits of u as int4's 256 (u in 0..31, w = d * (u - 16) or
- * d * u + m), then a 64-byte plane of the fifth bits: its u64 word g (g < 8)
- * holds bit 4 of column 32b + 4g + i of row 16i + l at bit 4l + i, the byte
- * mask of the vector of those columns (as lib/kernels/kquant.h's planes).
+ * d * u + m), then one 64-byte vector of the fifth bits: byte 4l + i
+ * holds, at bit g (g < 8), bit 4 of column 32b + 4g + i of row 16i + l
+ * (lib/kernels/highbits.h, which kquant.h's Q5_K and Q6_K share).
  * Padding rows are all zero bytes (scale 0).
  *
  * The canonical order (every level gives these bits): for row r and an
@@ -66,22 +66,22 @@
 #include <stdint.h>
 #include <string.h>
 #include "core/cpu.h"
+#include "kernels/highbits.h"
 #include "kernels/quant.h"
 #include "kernels/weights.h"
 
 #define QTILE_ROWS 16
-#define QTILE_PLANE 64   /* bytes of a Q5 block's plane of fifth bits */
 #define QTILE_LINE 64    /* bytes of a group's line of scales */
 #define QTILE_MINS 32    /* where Q5_1's mins start in its line */
 
 /* The scales of a tiled matrix (w->tiled - 1). */
 enum qtile_scales { QT_ROW, QT_F32, QT_F16 };
 
-/* The bytes of one block's codes: int4's nibbles, Q5's nibbles and plane,
- * int8's. */
+/* The bytes of one block's codes: int4's nibbles, Q5's nibbles and fifth
+ * bits, int8's. */
 static inline size_t qtile_code_bytes(enum wtype type)
 {
-	return type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + QTILE_PLANE : 512;
+	return type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + HB_VECTOR : 512;
 }
 
 /* The blocks of a group (G above): as many as fill a line with their
@@ -121,26 +121,14 @@ void qtile_view(const struct wmat *src, enum qtile_scales s, void *dst, struct w
 /* Row l's 32 codes c of one block, written into a tile (for qtile's int4
  * and Q5 blocks and kquant.h's sub-blocks alike): the low nibbles into the
  * block's 4 chunks of 64 bytes at nib (chunk k, byte 4l + j: columns
- * 4k + j and 16 + 4k + j), and bit `bit` of each code into the block's
- * plane of 8 words at plane (word g, bit 4l + j: column 4g + j), which
- * other rows' bits share (so the plane starts zeroed). */
+ * 4k + j and 16 + 4k + j); the bits above them go in with hb_put
+ * (highbits.h). */
 static inline void qtile_put_nibbles(uint8_t *nib, int l, const uint8_t c[32])
 {
 	for (int k = 0; k < 4; k++)
 		for (int j = 0; j < 4; j++)
 			nib[64 * k + 4 * l + j] = (uint8_t)((c[4 * k + j] & 15) |
 							    (c[16 + 4 * k + j] & 15) << 4);
-}
-
-static inline void qtile_put_plane(uint8_t *plane, int l, const uint8_t c[32], int bit)
-{
-	for (int g = 0; g < 8; g++) {
-		uint64_t word;
-		memcpy(&word, plane + 8 * g, 8);
-		for (int j = 0; j < 4; j++)
-			word |= (uint64_t)(c[4 * g + j] >> bit & 1) << (4 * l + j);
-		memcpy(plane + 8 * g, &word, 8);
-	}
 }
 
 /* Q5_0 and Q5_1: the bytes of a rows x cols matrix (cols a multiple of

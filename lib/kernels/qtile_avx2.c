@@ -9,8 +9,8 @@
  * the codes with q's sign moved onto them (pairs at most 2 x 127 x 127),
  * each quad widened to 32 bits; Q5, its codes (at most 31) likewise, low
  * and high nibbles in sums of their own (at most 4 x 2 x 31 x 127 =
- * 31496), the fifth bits expanded from the plane by a byte shuffle and a
- * compare. The float steps are qtile.h's. */
+ * 31496), the fifth bits put in from the block's high vector
+ * (highbits.h). The float steps are qtile.h's. */
 #include "kernels/qtile_isa.h"
 #include "kernels/prefetch.h"
 
@@ -24,20 +24,6 @@ static inline __m256i quad(const int8_t *q)
 	return _mm256_set1_epi32(v);
 }
 
-/* Q5's fifth bits of 8 rows x 4 columns: bits 32h .. 32h + 31 of the
- * plane word at `at`, bit j to byte j, as 16 or 0. */
-static inline __m256i fifth(const uint8_t *at, int h)
-{
-	uint64_t w;
-	memcpy(&w, at, 8);
-	const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-					     2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-	const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-	__m256i v = _mm256_set1_epi32((int)(uint32_t)(w >> (32 * h)));
-	v = _mm256_and_si256(_mm256_shuffle_epi8(v, idx), sel);
-	return _mm256_and_si256(_mm256_cmpeq_epi8(v, sel), _mm256_set1_epi8(16));
-}
-
 /* The exact int32 sums of one block for the 8 rows of half h, token codes
  * q (the block's 32) and their sum. */
 static inline __attribute__((always_inline)) __m256i
@@ -48,14 +34,16 @@ block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const enum 
 		const int q5 = wt_is_q5(type);
 		const int off = type == WT_Q4 ? -8 : type == WT_Q50 ? -16 : 0;
 		const __m256i lo = _mm256_set1_epi8(15);
+		const __m256i hv = q5 ? _mm256_load_si256((const __m256i *)(codes + 256 + 32 * h))
+				      : lo;  /* (unused) */
 		__m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
 		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
 			__m256i v = _mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h));
 			__m256i u0 = _mm256_and_si256(v, lo);
 			__m256i u1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
 			if (q5) {
-				u0 = _mm256_add_epi8(u0, fifth(codes + 256 + 8 * k, h));
-				u1 = _mm256_add_epi8(u1, fifth(codes + 256 + 8 * (k + 4), h));
+				u0 = hb_merge256(u0, hv, k, 1);
+				u1 = hb_merge256(u1, hv, k + 4, 1);
 			}
 			p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(u0, quad(q + 4 * k)));
 			p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(u1, quad(q + 16 + 4 * k)));

@@ -8,8 +8,8 @@
  * signed one; then one conversion, one scale product and one fma per 16
  * rows. The int4 high nibbles go in unshifted (16 times the code), into a
  * sum of their own that one exact shift divides by 16. Q5's nibbles are
- * unpacked as int4's, shifted, and the plane's byte masks add the fifth
- * bit (16) with one masked add per vector. */
+ * unpacked as int4's, shifted, and the block's vector of fifth bits adds
+ * them (highbits.h: a shift and a vpternlogd a vector). */
 #include "kernels/qtile_isa.h"
 #include "kernels/prefetch.h"
 
@@ -54,13 +54,10 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
 				u[k] = _mm512_load_si512(codes + 64 * k);
 		}
-		if (q5) {  /* the fifth bits, a byte mask per vector */
-			const __m512i sixteen = _mm512_set1_epi8(16);
-			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-				uint64_t bits;
-				memcpy(&bits, codes + 256 + 8 * k, 8);
-				u[k] = _mm512_mask_add_epi8(u[k], (__mmask64)bits, u[k], sixteen);
-			}
+		if (q5) {
+			const __m512i h = hb_load512(codes + 256);
+			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+				u[k] = hb_merge512(u[k], h, k, 1);
 		}
 		__m512 ws = _mm512_setzero_ps(), wm = _mm512_setzero_ps();
 		if (s == QT_F32)
