@@ -34,8 +34,9 @@ block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const enum 
 		const int q5 = wt_is_q5(type);
 		const int off = type == WT_Q4 ? -8 : type == WT_Q50 ? -16 : 0;
 		const __m256i lo = _mm256_set1_epi8(15);
+		/* Q5's fifth bits, after its nibbles (int4 has none to read) */
 		const __m256i hv = q5 ? _mm256_load_si256((const __m256i *)(codes + 256 + 32 * h))
-				      : lo;  /* (unused) */
+				      : lo;
 		__m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
 		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
 			__m256i v = _mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h));
