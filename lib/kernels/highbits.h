@@ -12,8 +12,8 @@
  * s = g * nb % 8. So each code vector takes its high bits from one vector
  * by one shift and one mask, aligned with its own bytes, at every SIMD
  * width (an AVX2 half tile, lanes 8h .. 8h + 7, reads bytes 32h .. 32h + 31
- * of both), with no mask registers. A tile's high vectors start zeroed: hb_put ORs one
- * lane's bits in.
+ * of both), with no mask registers. A tile's high vectors start zeroed:
+ * hb_put ORs one lane's bits in.
  *
  * Include it from any file; the SIMD forms exist where the file is
  * compiled for AVX2 or AVX-512.
@@ -65,9 +65,9 @@ static inline __attribute__((always_inline)) __m256i hb_merge256(__m256i u, __m2
 #ifdef __AVX512F__
 /* A high vector loaded once into a register, for the merges below: GCC
  * otherwise folds a load of it into each shift, one load per code vector,
- * and the Q5 tiles multiplied 5% to 10% slower in cache than with the
- * masks they had before (docs/performance.md, "High bits in vectors"; on
- * AVX2 the two ways measured the same). */
+ * which made the Q5 tiles slower in cache than the masks they had before
+ * (docs/performance.md, "High bits in vectors"; on AVX2 the two ways
+ * measured the same). */
 static inline __attribute__((always_inline)) __m512i hb_load512(const void *p)
 {
 	__m512i h = _mm512_loadu_si512(p);
