@@ -34,8 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(r.stops[i] && *r.stops[i]);
 		FUZZ_CHECK(r.top_logprobs >= 0 && r.top_logprobs <= SLOT_MAX_TOP);
 		FUZZ_CHECK(!r.top_logprobs || r.logprobs);
+		/* a completion's prompt is text, or token ids (api.h) */
 		FUZZ_CHECK(kind == API_CHAT ? r.n_msgs > 0 && r.n_msgs <= (size_t)lim.max_messages :
-			   r.prompt && *r.prompt);
+			   r.prompt ? *r.prompt != 0 : r.ids.n > 0);
 		struct sampler_params p = r.sp.over;
 		FUZZ_CHECK(isnan(p.temperature) || (p.temperature >= 0 && p.temperature <= 100));
 		FUZZ_CHECK(isnan(p.top_p) || (p.top_p >= 0 && p.top_p <= 1));
