@@ -405,7 +405,7 @@ config_dir() {
 	bad 1 "tok: <stdin>: no messages" "echo '[]' | tok chat"
 	bad 1 "tok: <stdin>: expected a JSON array of messages" "echo '{}' | tok chat"
 	bad 1 "tok: <stdin>: messages[0]: content is not a string or an array of text parts" "echo '[{\"role\":\"user\"}]' | tok chat"
-	bad 1 "tok: <stdin>: messages[0]: role must be system, user, assistant or tool" \
+	bad 1 "tok: <stdin>: messages[0]: role must be system (or developer), user, assistant or tool" \
 		"echo '[{\"role\":\"root\",\"content\":\"x\"}]' | tok chat"
 }
 

@@ -64,6 +64,8 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 	assert_line --index 0 "serve: --port: 70000 is out of range [0, 65535]"
 	run -2 serve "$TINY" --host localhost
 	assert_line --index 0 "serve: --host: 'localhost' is not an IPv4 or IPv6 address"
+	run -2 serve "$TINY" --alias ''
+	assert_line --index 0 "serve: --alias: the model's name is empty"
 	run -1 serve "$BATS_TEST_TMPDIR/none"
 	[ "${#lines[@]}" -ge 1 ]
 }
@@ -76,8 +78,22 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 	[ "$(jq -r '.object, .data[0].id, .data[0].object' <<<"$output")" = $'list\nshakespeare-tiny\nmodel' ]
 	run -0 curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/nothing"
 	assert_output 404
-	run -0 curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/chat/completions"
-	assert_output 405
+	run -0 curl -s --max-time 10 -D - -o /dev/null "$URL/v1/chat/completions"
+	assert_line --index 0 --regexp '^HTTP/1.1 405'
+	assert_line $'Allow: POST, OPTIONS\r'
+	run -0 curl -s --max-time 10 -D - -o /dev/null -X DELETE "$URL/v1/models"
+	assert_line --index 0 --regexp '^HTTP/1.1 405'
+	assert_line $'Allow: GET, HEAD, OPTIONS\r'
+	# HEAD is GET without the body
+	run -0 curl -s --max-time 10 -I "$URL/health"
+	assert_line --index 0 --regexp '^HTTP/1.1 200'
+	# llama-server's paths without /v1 are the same endpoints
+	run -0 curl -s --max-time 10 "$URL/models"
+	[ "$(jq -r '.data[0].id' <<<"$output")" = shakespeare-tiny ]
+	run -0 curl -s --max-time 10 "$URL/v1/health"
+	[ "$(jq -r .status <<<"$output")" = ok ]
+	run -0 curl -s --max-time 30 "$URL/completions" -d '{"prompt": "To be", "max_tokens": 2}'
+	[ "$(jq -r .usage.completion_tokens <<<"$output")" = 2 ]
 	# one model by its id, as OpenAI's GET /v1/models/{model}
 	run -0 curl -s --max-time 10 "$URL/v1/models/shakespeare-tiny"
 	[ "$(jq -r '.id, .object' <<<"$output")" = $'shakespeare-tiny\nmodel' ]
@@ -223,7 +239,15 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 400|top_k|{"messages": [$ok], "top_k": 2.5}
 400|min_p|{"messages": [$ok], "min_p": true}
 400|repeat_penalty|{"messages": [$ok], "repeat_penalty": 0}
-400|seed|{"messages": [$ok], "seed": -1}
+400|seed|{"messages": [$ok], "seed": -2}
+400|seed|{"messages": [$ok], "seed": 9223372036854775808}
+400|n_predict|{"messages": [$ok], "n_predict": -2}
+400|logit_bias|{"messages": [$ok], "logit_bias": {"198": -100}}
+400|grammar|{"messages": [$ok], "grammar": "root ::= \"a\""}
+400|json_schema|{"messages": [$ok], "json_schema": {}}
+400|mirostat|{"messages": [$ok], "mirostat": 2}
+400|typical_p|{"messages": [$ok], "typical_p": 0.5}
+400|modalities|{"messages": [$ok], "modalities": ["text", "audio"]}
 400|max_tokens|{"messages": [$ok], "max_tokens": 65}
 400|max_tokens|{"messages": [$ok], "max_tokens": "10"}
 400|stream|{"messages": [$ok], "stream": "yes"}
@@ -241,6 +265,7 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 400|response_format|{"messages": [$ok], "response_format": {"type": "json_object"}}
 400|model|{"messages": [$ok], "model": 7}
 200||{"messages": [$ok], "max_tokens": 2, "unknown_field": {"x": [1]}, "user": "u", "tool_choice": "none"}
+200||{"messages": [$ok], "max_tokens": 2, "seed": -1, "logit_bias": {}, "mirostat": 0, "typical_p": 1, "modalities": ["text"]}
 EOF2
 	# the message names the field and says what is wrong
 	run -0 post /v1/chat/completions "{\"messages\": [$ok], \"temperature\": 3000}"
@@ -266,7 +291,8 @@ EOF2
 	long=$(head -c 1500 /dev/zero | tr '\0' a | sed 's/a/a /g')
 	run -0 post /v1/completions "{\"prompt\": \"$long\"}"
 	[ "$(st)" = 400 ]
-	[ "$(jq -r .error.message <<<"$output")" = "the prompt is $(printf '%s' "$long" | tok encode --count) tokens; the context holds 64 (forward --ctx), with room for at least one more" ]
+	[ "$(jq -r .error.message <<<"$output")" = "the prompt is $(printf '%s' "$long" | tok encode --count) tokens; the context holds 64 (serve --ctx), with room for at least one more" ]
+	[ "$(jq -r .error.code <<<"$output")" = context_length_exceeded ]
 	# the server is still answering
 	run -0 post /v1/chat/completions "{\"messages\": [$ok], \"max_tokens\": 2}"
 	[ "$(st)" = 200 ]
@@ -283,6 +309,13 @@ EOF2
 	assert_output 401
 	run -0 curl -s --max-time 10 "$URL/v1/models" -H 'Authorization: Bearer s3cret'
 	[ "$(jq -r .object <<<"$output")" = list ]
+	# the scheme's name has no case (RFC 9110); the key has
+	run -0 curl -s --max-time 10 "$URL/models" -H 'Authorization: bearer s3cret'
+	[ "$(jq -r .object <<<"$output")" = list ]
+	run -0 curl -s --max-time 10 -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer S3CRET' "$URL/v1/models"
+	assert_output 401
+	run -0 curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/models"
+	assert_output 401
 	run -0 curl -s --max-time 10 -H 'Authorization: Bearer nope' "$URL/v1/chat/completions" -d '{}'
 	[ "$(jq -r .error.type <<<"$output")" = authentication_error ]
 	run -0 curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/health"
@@ -327,6 +360,43 @@ wait_health() {
 	# the abandoned stream stopped where it was, far before its 4000 tokens
 	run -0 grep -c '^data: {' "$d/a"
 	[ "$output" -gt 1 ] && [ "$output" -lt 4000 ]
+}
+
+@test "serve: a client that leaves while it waits gives its place up; an answer not streamed stops when its client leaves" {
+	start_serve --parallel 1 --queue 1 -c 32768 --tokens-limit 30000 -v
+	d=$BATS_TEST_TMPDIR
+	long=$(chat_body "Hi" 1 30000 '{"ignore_eos": true}')
+	curl -s --max-time 60 "$URL/v1/chat/completions" -d "$long" > /dev/null 3>&- &
+	a=$!
+	wait_health slots_processing 1
+	# a client that gives up while queued (curl's own time limit) is no
+	# longer counted, and the next request may wait in its place
+	run -28 curl -s --max-time 0.5 "$URL/v1/chat/completions" -d "$long"
+	wait_health requests_waiting 0
+	curl -s --max-time 60 "$URL/v1/chat/completions" -d "$(chat_body Hi 2 2)" > "$d/b" 3>&- &
+	b=$!
+	wait_health requests_waiting 1
+	# the first client leaves: its answer, not streamed, stops there and
+	# the slot goes to the waiting request
+	kill "$a"
+	wait "$a" || true
+	wait "$b"
+	[ "$(jq -r .choices[0].finish_reason "$d/b")" = length ]
+	run -0 grep -c 'a client left while its request waited' "$d/serve.err"
+	assert_output 1
+	n=$(sed -n 's/.*the client left; stopped after \([0-9]*\) tokens/\1/p' "$d/serve.err")
+	[ -n "$n" ] && [ "$n" -lt 30000 ]
+}
+
+@test "serve: OpenAI's developer message is a system message; llama-server's n_predict is max_tokens" {
+	start_serve
+	sys=$(post /v1/chat/completions '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}], "seed": 4, "max_tokens": 8}')
+	dev=$(post /v1/chat/completions '{"messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Hi"}], "seed": 4, "max_tokens": 8}')
+	[ "$(st)" = 200 ]
+	[ "$(jq -c '[.choices[0].message.content, .usage.prompt_tokens]' <<<"$dev")" = "$(jq -c '[.choices[0].message.content, .usage.prompt_tokens]' <<<"$sys")" ]
+	[ "$(jq -r .usage.prompt_tokens <<<"$dev")" = "$(tok chat --system "Be brief." --user Hi --count)" ]
+	run -0 post /v1/completions '{"prompt": "To be", "n_predict": 3, "max_tokens": 9}'
+	[ "$(jq -r .usage.completion_tokens <<<"$output")" = 3 ]
 }
 
 @test "serve: a client that stalls in its headers or body is cut off after --timeout" {

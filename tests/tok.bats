@@ -197,7 +197,7 @@ refuses() {
 	run --separate-stderr -1 tok chat <<<'[{"role":"user","content":1}]'
 	[ "$stderr" = "tok: <stdin>: messages[0]: content is not a string or an array of text parts" ]
 	run --separate-stderr -1 tok chat <<<'[{"role":"robot","content":"x"}]'
-	[ "$stderr" = "tok: <stdin>: messages[0]: role must be system, user, assistant or tool" ]
+	[ "$stderr" = "tok: <stdin>: messages[0]: role must be system (or developer), user, assistant or tool" ]
 	run --separate-stderr -1 tok chat <<<'[]'
 	[ "$stderr" = "tok: <stdin>: no messages" ]
 	run --separate-stderr -1 tok chat <<<'[{"role":"assistant","content":"","tool_calls":[{"name":"f"}]}]'

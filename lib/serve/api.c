@@ -57,7 +57,7 @@ static int get_int(const cJSON *obj, const char *key, long min, long max, long *
 	if (!cJSON_IsNumber(v) || json_integer(v, &x) < 0)
 		return bad(param, key, e, "%s: expected an integer, got %s",
 			   json_print_scalar(b, sizeof b, v));
-	if (x < min || x > max) {
+	if (x < min || x > max || x == INT64_MAX || x == INT64_MIN) {  /* (or beyond int64) */
 		snprintf(b, sizeof b, "%s is out of range [%ld, %ld]", v->valuestring, min, max);
 		return bad(param, key, e, "%s: %s", b);
 	}
@@ -122,6 +122,27 @@ static int unsupported(const cJSON *j, char *param, struct err *e)
 		return bad(param, "echo", e, "%s: echoing the prompt is not supported%s", "");
 	if ((v = field(j, "suffix")))
 		return bad(param, "suffix", e, "%s: not supported%s", "");
+	if ((v = field(j, "logit_bias")) && (!cJSON_IsObject(v) || v->child))
+		return bad(param, "logit_bias", e, "%s: not supported%s", "");
+	/* llama-server's and OpenAI's other ways to shape the output */
+	static const char *const shape[] = { "grammar", "json_schema", "prediction", "audio" };
+	for (size_t i = 0; i < sizeof shape / sizeof *shape; i++)
+		if (field(j, shape[i]))
+			return bad(param, shape[i], e, "%s: not supported%s", "");
+	if ((v = field(j, "modalities")) &&
+	    !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && cJSON_IsString(v->child) &&
+	      !strcmp(v->child->valuestring, "text")))
+		return bad(param, "modalities", e, "%s: only [\"text\"] is supported%s", "");
+	long mirostat = 0;
+	if (get_int(j, "mirostat", 0, 2, &mirostat, param, e) < 0)
+		return -1;
+	if (mirostat)
+		return bad(param, "mirostat", e, "%s: only 0 is supported%s", "");
+	x = 1;
+	if (get_num(j, "typical_p", 0, 1, &x, param, e) < 0)
+		return -1;
+	if (x != 1)
+		return bad(param, "typical_p", e, "%s: only 1 is supported%s", "");
 	return 0;
 }
 
@@ -213,9 +234,15 @@ int api_parse(struct api_req *r, enum api_kind kind, const char *body, size_t n,
 		if (get_bool(v, "include_usage", &r->include_usage, param, e) < 0)
 			goto out;
 	}
+	/* llama-server's own name first, as it takes them; -1 there is "no
+	 * limit", here --tokens-limit */
+	long np = 0;
 	if (get_int(j, "max_tokens", 0, lim->max_tokens, &r->max_tokens, param, e) < 0 ||
-	    get_int(j, "max_completion_tokens", 0, lim->max_tokens, &r->max_tokens, param, e) < 0)
+	    get_int(j, "max_completion_tokens", 0, lim->max_tokens, &r->max_tokens, param, e) < 0 ||
+	    get_int(j, "n_predict", -1, lim->max_tokens, &np, param, e) < 0)
 		goto out;
+	if (field(j, "n_predict"))
+		r->max_tokens = np < 0 ? lim->max_tokens : np;
 	struct sampler_params *p = &r->sp.over;
 	long seed = -1, top_k = p->top_k;
 	if (get_num(j, "temperature", 0, 100, &p->temperature, param, e) < 0 ||
@@ -223,8 +250,8 @@ int api_parse(struct api_req *r, enum api_kind kind, const char *body, size_t n,
 	    get_num(j, "min_p", 0, 1, &p->min_p, param, e) < 0 ||
 	    get_num(j, "repeat_penalty", 0.001, 1000, &p->repetition_penalty, param, e) < 0 ||
 	    get_int(j, "top_k", 0, INT32_MAX, &top_k, param, e) < 0 ||
-	    get_int(j, "seed", 0, INT64_MAX, &seed, param, e) < 0)
-		goto out;
+	    get_int(j, "seed", -1, INT64_MAX - 1, &seed, param, e) < 0)
+		goto out;  /* -1: a seed drawn from the system, as llama-server's */
 	p->top_k = (int)top_k;
 	if (seed >= 0) {
 		r->sp.seed = (uint64_t)seed;
@@ -363,7 +390,7 @@ static char *print(cJSON *j)
 	return s;
 }
 
-char *api_error_json(const char *msg, const char *type, const char *param)
+char *api_error_json(const char *msg, const char *type, const char *param, const char *code)
 {
 	cJSON *j = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(j, "error");
 	cJSON_AddItemToObject(o, "message", text_json(msg, strlen(msg)));
@@ -372,7 +399,10 @@ char *api_error_json(const char *msg, const char *type, const char *param)
 		cJSON_AddStringToObject(o, "param", param);
 	else
 		cJSON_AddNullToObject(o, "param");
-	cJSON_AddNullToObject(o, "code");
+	if (code)
+		cJSON_AddStringToObject(o, "code", code);
+	else
+		cJSON_AddNullToObject(o, "code");
 	return print(j);
 }
 
@@ -650,7 +680,8 @@ int api_gen_stream(struct api_gen *g, struct sbuf *out, struct err *e)
 	return out->oom ? err_set(e, "out of memory") : 0;
 }
 
-int api_gen_run(struct api_gen *g, struct sbuf *out, struct err *e)
+int api_gen_run(struct api_gen *g, struct sbuf *out, int (*gone)(void *arg), void *arg,
+		struct err *e)
 {
 	int chat = g->r->kind == API_CHAT;
 	cJSON *lp = NULL, *items = NULL;
@@ -665,6 +696,10 @@ int api_gen_run(struct api_gen *g, struct sbuf *out, struct err *e)
 	while (!g->finish) {
 		struct slot_token tk;
 		size_t before = g->text.n;
+		if (gone(arg)) {
+			cJSON_Delete(lp);
+			return 1;
+		}
 		if (step(g, &tk, &g->text, e) < 0) {
 			cJSON_Delete(lp);
 			return -1;

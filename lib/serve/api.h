@@ -8,9 +8,10 @@
  *                              lib/text/chat.h), stream, stream_options.
  *                              include_usage, max_tokens (or
  *                              max_completion_tokens), temperature, top_p,
- *                              top_k, min_p, repeat_penalty, seed, stop
- *                              (a string or an array), logprobs,
- *                              top_logprobs, and llama-server's ignore_eos
+ *                              top_k, min_p, repeat_penalty, seed (-1:
+ *                              none), stop (a string or an array),
+ *                              logprobs, top_logprobs, and llama-server's
+ *                              ignore_eos and n_predict
  *   POST /v1/completions       prompt (a string, or token ids: an array
  *                              of integers, as llama-server and OpenAI
  *                              take them) and the same fields, logprobs
@@ -21,7 +22,9 @@
  * silently ignored: tools and functions (a non-empty list, a tool_choice
  * other than "none"), n or best_of other than 1, frequency_penalty or
  * presence_penalty other than 0 (use repeat_penalty, transformers'
- * multiplicative one), response_format other than text, echo, suffix.
+ * multiplicative one), response_format other than text, grammar,
+ * json_schema, a non-empty logit_bias, mirostat, typical_p other than 1,
+ * prediction, audio, echo, suffix.
  *
  * A generation's text is the tokens' bytes (lib/text/tokenizer.h) through
  * the stop strings (lib/text/stoptext.h); characters split across tokens
@@ -88,8 +91,9 @@ int api_prompt_ids(const struct api_req *r, struct tokenizer *t, struct idvec *o
 		   struct err *e);
 
 /* An OpenAI error object: {"error": {"message", "type", "param", "code"}};
- * param NULL or "" is null. Returns a string to free(), or NULL. */
-char *api_error_json(const char *msg, const char *type, const char *param);
+ * param NULL or "" is null, code NULL is null. Returns a string to free(),
+ * or NULL. */
+char *api_error_json(const char *msg, const char *type, const char *param, const char *code);
 
 /* The model list of GET /v1/models, one model named name; and that model
  * alone, as GET /v1/models/NAME answers. */
@@ -125,8 +129,10 @@ int api_gen_begin(struct api_gen *g, const struct api_req *r, struct slot *sl,
 int api_gen_stream(struct api_gen *g, struct sbuf *out, struct err *e);
 
 /* Not streamed: runs the generation to its end and appends the response
- * object to out. Returns 0 or -1. */
-int api_gen_run(struct api_gen *g, struct sbuf *out, struct err *e);
+ * object to out. Returns 0; 1, out untouched, when gone(arg), asked before
+ * each token, says the client left (the generation stops there); or -1. */
+int api_gen_run(struct api_gen *g, struct sbuf *out, int (*gone)(void *arg), void *arg,
+		struct err *e);
 
 /* Ends the generation (if it has not ended) and frees g's buffers. */
 void api_gen_free(struct api_gen *g);

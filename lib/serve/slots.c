@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int slots_init(struct slots *ss, int n, int max_wait, char *const *argv, struct err *e)
@@ -26,7 +27,13 @@ int slots_init(struct slots *ss, int n, int max_wait, char *const *argv, struct 
 			return -1;
 		}
 	pthread_mutex_init(&ss->mu, NULL);
-	pthread_cond_init(&ss->freed, NULL);
+	/* waits time out on the monotonic clock, which a change of the date
+	 * does not move */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ss->freed, &ca);
+	pthread_condattr_destroy(&ca);
 	return 0;
 }
 
@@ -55,23 +62,36 @@ static int best_free(const struct slots *ss, const int32_t *ids, int n)
 	return best;
 }
 
-struct slot *slots_acquire(struct slots *ss, const int32_t *ids, int n)
+int slots_acquire(struct slots *ss, const int32_t *ids, int n, slots_gone_fn *gone, void *arg,
+		  struct slot **out)
 {
 	pthread_mutex_lock(&ss->mu);
 	int i = best_free(ss, ids, n);
 	if (i < 0) {
 		if (ss->waiting >= ss->max_wait) {
 			pthread_mutex_unlock(&ss->mu);
-			return NULL;
+			return SLOTS_FULL;
 		}
 		ss->waiting++;
-		while ((i = best_free(ss, ids, n)) < 0)
-			pthread_cond_wait(&ss->freed, &ss->mu);
+		while ((i = best_free(ss, ids, n)) < 0) {
+			struct timespec t;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			t.tv_nsec += SLOTS_POLL_MS * 1000000L;
+			t.tv_sec += t.tv_nsec / 1000000000L;
+			t.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&ss->freed, &ss->mu, &t);
+			if (best_free(ss, ids, n) < 0 && gone(arg)) {
+				ss->waiting--;
+				pthread_mutex_unlock(&ss->mu);
+				return SLOTS_GONE;
+			}
+		}
 		ss->waiting--;
 	}
 	ss->busy[i] = 1;
 	pthread_mutex_unlock(&ss->mu);
-	return &ss->v[i];
+	*out = &ss->v[i];
+	return 0;
 }
 
 void slots_release(struct slots *ss, struct slot *sl)

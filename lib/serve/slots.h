@@ -32,9 +32,16 @@ void slots_free(struct slots *ss);
  * touching nothing else of the slots. */
 void slots_end(struct slots *ss);
 
-/* A free slot for the prompt ids[0..n), waiting in the queue if none is
- * free; NULL when the queue is full. */
-struct slot *slots_acquire(struct slots *ss, const int32_t *ids, int n);
+/* Whether the client of a request has gone away (its arg). */
+typedef int slots_gone_fn(void *arg);
+
+/* A free slot for the prompt ids[0..n) into *out, waiting in the queue if
+ * none is free. Returns 0; SLOTS_FULL when the queue is full; SLOTS_GONE
+ * when gone(arg), asked every SLOTS_POLL_MS while the request waits, says
+ * its client left (it gives its place in the queue up). */
+enum { SLOTS_FULL = 1, SLOTS_GONE = 2, SLOTS_POLL_MS = 100 };
+int slots_acquire(struct slots *ss, const int32_t *ids, int n, slots_gone_fn *gone, void *arg,
+		  struct slot **out);
 void slots_release(struct slots *ss, struct slot *sl);
 
 /* How many slots are busy and how many requests wait, now. */

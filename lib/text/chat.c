@@ -57,7 +57,7 @@ void chat_free(struct chat_msg *msgs, size_t count)
 static int known_role(const char *r)
 {
 	return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant") ||
-	       !strcmp(r, "tool");
+	       !strcmp(r, "tool") || !strcmp(r, "developer");
 }
 
 /* The text of message k's content: a string, or an array of content parts
@@ -147,10 +147,13 @@ int chat_from_json(const cJSON *j, struct chat_msg **msgs, size_t *count, struct
 			goto out;
 		}
 		if (!cJSON_IsString(role) || !known_role(role->valuestring)) {
-			err_set(e, "messages[%zu]: role must be system, user, assistant or tool", k);
+			err_set(e, "messages[%zu]: role must be system (or developer), user, "
+				"assistant or tool", k);
 			goto out;
 		}
-		m[k].role = strdup(role->valuestring);
+		/* OpenAI's newer name for the system message */
+		m[k].role = strdup(strcmp(role->valuestring, "developer") ? role->valuestring :
+				   "system");
 		m[k].content = content_text(content, k, e);
 		k++;
 		if (!m[k - 1].content)

@@ -12,9 +12,10 @@
  *
  * A message's content is a string, or an array of OpenAI's content parts
  * of type "text", whose texts are joined by newlines (as llama-server
- * joins them). Left out, and refused: tool definitions and assistant
- * tool_calls, roles other than system/user/assistant/tool, other content
- * (null, numbers, image or audio parts).
+ * joins them). A "developer" message is a system message (OpenAI's newer
+ * name for it). Left out, and refused: tool definitions and assistant
+ * tool_calls, roles other than system/developer/user/assistant/tool, other
+ * content (null, numbers, image or audio parts).
  * Because the template is code that a model may ship changed, chat_check
  * compares the model's template with the one implemented here and refuses
  * any other.

@@ -29,11 +29,14 @@
 #include <math.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -153,7 +156,11 @@ static void parse_args(int argc, char **argv)
 		case 'n': S.lim.default_tokens = cli_flag_long("--tokens", v, 0, INT32_MAX);
 			n_given = 1; break;
 		case OPT_TIMEOUT: S.timeout = cli_flag_long("--timeout", v, 1, 86400); break;
-		case OPT_ALIAS: S.alias = v; break;
+		case OPT_ALIAS:
+			if (!*v)
+				cli_die_usage("--alias: the model's name is empty");
+			S.alias = v;
+			break;
 		case 't': cli_flag_long("--threads", v, 1, 1024);
 			fwd_flags[n_fwd++] = "--threads", fwd_flags[n_fwd++] = (char *)v; break;
 		case 'c': cli_flag_long("--ctx", v, 1, INT32_MAX);
@@ -247,7 +254,7 @@ static int authorized(struct MHD_Connection *con)
 	if (!S.key)
 		return 1;
 	const char *h = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
-	if (!h || strncmp(h, "Bearer ", 7))
+	if (!h || strncasecmp(h, "Bearer ", 7))  /* the scheme has no case (RFC 9110) */
 		return 0;
 	h += 7;
 	size_t n = strlen(h), k = strlen(S.key);
@@ -302,14 +309,22 @@ static enum MHD_Result send_text(struct MHD_Connection *con, unsigned status,
 	return rc;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status,
-				  const char *msg, const char *param)
+/* An OpenAI error object; code NULL (null) unless OpenAI has one for it. */
+static enum MHD_Result send_error_code(struct MHD_Connection *con, unsigned status,
+				       const char *msg, const char *param, const char *code)
 {
 	const char *type = status == MHD_HTTP_UNAUTHORIZED ? "authentication_error" :
 			   status >= 500 ? "server_error" : "invalid_request_error";
 	if (S.verbose || status >= 500)
 		fprintf(stderr, "serve: %u: %s\n", status, msg);
-	return send_text(con, status, "application/json", api_error_json(msg, type, param));
+	return send_text(con, status, "application/json",
+			 api_error_json(msg, type, param, code));
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status,
+				  const char *msg, const char *param)
+{
+	return send_error_code(con, status, msg, param, NULL);
 }
 
 /* {"status": "ok", "slots_idle", "slots_processing", "requests_waiting"},
@@ -358,7 +373,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		int r = api_gen_stream(&s->gen, &s->out, &e);
 		if (r < 0) {
 			fprintf(stderr, "serve: %s\n", e.msg);
-			char *j = api_error_json(e.msg, "server_error", NULL);
+			char *j = api_error_json(e.msg, "server_error", NULL, NULL);
 			sbuf_puts(&s->out, "data: ");
 			sbuf_puts(&s->out, j ? j : "{}");
 			sbuf_puts(&s->out, "\n\n");
@@ -382,6 +397,25 @@ static void stream_free(void *cls)
 	api_req_free(&s->req);
 	free(s->out.p);
 	free(s);
+}
+
+/* Whether the client of con has closed its end (as llama-server's HTTP
+ * library tells): its socket reads as ended. A client that only stopped
+ * sending, keeping its end open to read the answer, is not gone. */
+static int client_gone(void *con)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return 0;
+	struct pollfd p = { .fd = ci->connect_fd, .events = POLLIN };
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
+		return 1;
+	char b;
+	ssize_t r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* A complete POST body: parse, tokenize, wait for a slot, answer. */
@@ -415,7 +449,23 @@ static enum MHD_Result complete(struct MHD_Connection *con, struct conn *c)
 				c->kind == API_CHAT ? "messages" : "prompt");
 		goto out;
 	}
-	if (!(s->sl = slots_acquire(&S.slots, ids.v, (int)ids.n))) {
+	if ((int64_t)ids.n >= (int64_t)S.slots.v[0].ctx) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "the prompt is %zu tokens; the context holds %u (serve "
+			 "--ctx), with room for at least one more", ids.n, S.slots.v[0].ctx);
+		rc = send_error_code(con, MHD_HTTP_BAD_REQUEST, msg,
+				     c->kind == API_CHAT ? "messages" : "prompt",
+				     "context_length_exceeded");
+		goto out;
+	}
+	int ar = slots_acquire(&S.slots, ids.v, (int)ids.n, client_gone, con, &s->sl);
+	if (ar == SLOTS_GONE) {  /* nobody to answer: close */
+		if (S.verbose)
+			fprintf(stderr, "serve: a client left while its request waited\n");
+		rc = MHD_NO;
+		goto out;
+	}
+	if (ar == SLOTS_FULL) {
 		rc = send_error(con, MHD_HTTP_SERVICE_UNAVAILABLE,
 				"every slot is busy and the queue is full: try again", NULL);
 		goto out;
@@ -448,10 +498,16 @@ static enum MHD_Result complete(struct MHD_Connection *con, struct conn *c)
 		return rc;
 	}
 	struct sbuf out = { 0 };
-	int gr = api_gen_run(&s->gen, &out, &e);
+	int gr = api_gen_run(&s->gen, &out, client_gone, con, &e);
 	api_gen_free(&s->gen);
 	slots_release(&S.slots, s->sl);
-	if (gr < 0) {
+	if (gr == 1) {
+		if (S.verbose)
+			fprintf(stderr, "serve: %s: the client left; stopped after %ld tokens\n",
+				s->gen.id, s->gen.n_out);
+		free(out.p);
+		rc = MHD_NO;
+	} else if (gr < 0) {
 		free(out.p);
 		rc = send_error(con, MHD_HTTP_INTERNAL_SERVER_ERROR, e.msg, NULL);
 	} else {
@@ -464,18 +520,62 @@ out:
 	return rc;
 }
 
+/* 405, with the methods the path takes (RFC 9110's Allow). */
+static enum MHD_Result send_405(struct MHD_Connection *con, const char *allow, const char *msg)
+{
+	char *b = api_error_json(msg, "invalid_request_error", NULL, NULL);
+	if (!b)
+		return MHD_NO;
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(b), b,
+								 MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(b);
+		return MHD_NO;
+	}
+	if (S.verbose)
+		fprintf(stderr, "serve: 405: %s\n", msg);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Allow", allow);
+	allow_origin(r);
+	enum MHD_Result rc = MHD_queue_response(con, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+#define ALLOW_GET "GET, HEAD, OPTIONS"
+#define ALLOW_POST "POST, OPTIONS"
+
+/* The API's paths, also without their /v1 as llama-server takes them
+ * (/models, /chat/completions, ...): url itself, or "/v1" + url in buf. */
+static const char *api_path(const char *url, char *buf, size_t cap)
+{
+	static const char *const bare[] = { "/models", "/chat/completions", "/completions",
+					    "/health" };
+	if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/health"))
+		return url;
+	for (size_t i = 0; i < sizeof bare / sizeof *bare; i++)
+		if (!strcmp(url, bare[i]) || (i == 0 && !strncmp(url, "/models/", 8))) {
+			snprintf(buf, cap, "/v1%s", url);
+			return buf;
+		}
+	return url;
+}
+
 /* A request's answer from its method and URL alone, or, for the
- * completions, c->route set to read the body. */
+ * completions, c->route set to read the body. HEAD is GET without the
+ * body (libmicrohttpd leaves it out). */
 static enum MHD_Result route(struct MHD_Connection *con, struct conn *c, const char *url,
 			     const char *method)
 {
-	int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"),
+	    post = !strcmp(method, "POST");
+	char buf[1024];
 	if (!strcmp(method, "OPTIONS"))
 		return send_preflight(con);
-	if (!strcmp(url, "/health"))
-		return get ? send_health(con) :
-			     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-					"/health: use GET", NULL);
+	if (strlen(url) < sizeof buf - 4)
+		url = api_path(url, buf, sizeof buf);
+	if (!strcmp(url, "/health") || !strcmp(url, "/v1/health"))
+		return get ? send_health(con) : send_405(con, ALLOW_GET, "/health: use GET");
 	if (!strncmp(url, "/v1/", 4) && !authorized(con))
 		return send_error(con, MHD_HTTP_UNAUTHORIZED,
 				  "a valid API key is needed (Authorization: Bearer KEY)",
@@ -483,12 +583,10 @@ static enum MHD_Result route(struct MHD_Connection *con, struct conn *c, const c
 	if (!strcmp(url, "/v1/models"))
 		return get ? send_text(con, MHD_HTTP_OK, "application/json",
 				       api_models_json(S.alias, S.created)) :
-			     send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-					"/v1/models: use GET", NULL);
+			     send_405(con, ALLOW_GET, "/v1/models: use GET");
 	if (!strncmp(url, "/v1/models/", 11)) {
 		if (!get)
-			return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-					  "/v1/models: use GET", NULL);
+			return send_405(con, ALLOW_GET, "/v1/models: use GET");
 		if (strcmp(url + 11, S.alias)) {
 			char msg[512];
 			snprintf(msg, sizeof msg, "no model '%.200s' here (this server's is '%.200s')",
@@ -501,8 +599,7 @@ static enum MHD_Result route(struct MHD_Connection *con, struct conn *c, const c
 	if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/completions")) {
 		c->kind = url[4] == 'c' && url[5] == 'h' ? API_CHAT : API_COMPLETION;
 		if (!post)
-			return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED,
-					  "use POST", NULL);
+			return send_405(con, ALLOW_POST, "use POST");
 		const char *len = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
 							      "Content-Length");
 		if (len && strtoull(len, NULL, 10) > (unsigned long long)S.max_body)
