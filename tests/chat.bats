@@ -111,6 +111,18 @@ count() { wc -w < "$1"; }
 	assert_output "$want"
 }
 
+@test "a last message without its newline is answered; blanks are no message; /quit may have words after it; /system alone is its usage" {
+	want=$(tok chat --user "Who art thou?" | forward "$TINY" | sample --greedy -n 4 | tok decode)
+	run --separate-stderr -0 bash -c "printf '  \t \nWho art thou?' | '$CHAT' '$TINY' --greedy -n 4 -v --draft 0"
+	assert_output "$want"
+	# one turn: the blank line was not sent
+	run -0 grep -c '^chat: turn' <<<"$stderr"
+	assert_output 1
+	run --separate-stderr -0 bash -c "printf '/system\n/quit now\nWho art thou?\n' | '$CHAT' '$TINY' --greedy -n 4"
+	assert_output ""
+	[ "$stderr" = "chat: usage: /system TEXT" ]
+}
+
 @test "/save and /load: ~/ is the home directory, no file gives the usage, a broken file is named" {
 	export HOME=$BATS_TEST_TMPDIR/home
 	mkdir -p "$HOME"
