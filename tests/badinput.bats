@@ -830,8 +830,17 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	bad 2 "quantize: -o: $M/alias is the input $M/model.safetensors" "quantize '$M' -o '$M/alias' --level int8"
 	bad 2 "quantize: --report: $M/config.json is the input $M/config.json" "quantize '$M' -o '$d/x.q8' --level int8 --report '$M/config.json'"
 	bad 2 "quantize: -o: $M/config.json is the input $M/config.json" "quantize '$M' -o '$M/config.json' --format gguf --level bf16"
+	bad 2 "quantize: -o and --report: both write $d/y.q8" "quantize '$M' -o '$d/y.q8' --level int8 --report '$d/y.q8'"
+	bad 2 "quantize: -o: quantize writes a file, not standard output" "quantize '$M' -o - --level int8"
+	# forward's traces likewise: the model's files, the ids, each other
+	echo 1 > "$d/ids"
+	bad 2 "forward: --trace: $M/config.json is the input $M/config.json" "forward '$M' '$d/ids' --trace '$M/config.json'"
+	bad 2 "forward: --trace-attn: $M/alias is the input $M/model.safetensors" "forward '$M' '$d/ids' --trace-attn '$M/alias'"
+	bad 2 "forward: --trace: $d/ids is the input $d/ids" "forward '$M' '$d/ids' --trace '$d/ids'"
+	bad 2 "forward: --trace and --trace-attn: both write $d/t.json" "forward '$M' '$d/ids' --trace '$d/t.json' --trace-attn '$d/t.json'"
 	cmp "$M/model.safetensors" "$SHAPES/model.safetensors"
 	cmp "$M/config.json" "$SHAPES/config.json"
+	[ "$(cat "$d/ids")" = 1 ] && [ ! -e "$d/y.q8" ] && [ ! -e "$d/t.json" ] && [ ! -e -  ]
 }
 
 @test "sample writes into and removes only the feedback FIFO forward made" {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef QWENPIPE_VERSION
@@ -149,6 +150,20 @@ void cli_outfile_commit(struct outfile *o)
 	struct err e;
 	if (outfile_commit(o, &e) < 0)
 		cli_die_err(&e);
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+	return !strcmp(a, b) || (stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+				 x.st_ino == y.st_ino);
+}
+
+void cli_refuse_input(const char *flag, const char *out, const char *const *in, size_t n)
+{
+	for (size_t k = 0; out && k < n; k++)
+		if (in[k] && access(in[k], F_OK) == 0 && cli_same_file(out, in[k]))
+			cli_die_usage("%s: %s is the input %s", flag, out, in[k]);
 }
 
 void cli_refuse_binary_tty(void)

@@ -112,6 +112,15 @@ _Noreturn void cli_exit(int status);
 void cli_outfile_open(struct outfile *o, const char *path);
 void cli_outfile_commit(struct outfile *o);
 
+/* Whether paths a and b name the same file: the same name, or the same
+ * existing file (device and inode, whatever the names and links). */
+int cli_same_file(const char *a, const char *b);
+
+/* Exits 2 with "FLAG: OUT is the input IN" when out (NULL: no output) is
+ * one of the files in[0..n) that exist (NULL entries skipped): writing it
+ * would destroy what is read. */
+void cli_refuse_input(const char *flag, const char *out, const char *const *in, size_t n);
+
 /* Refuses (exit 2 with a hint) when stdout is a terminal: for tools that
  * write binary. */
 void cli_refuse_binary_tty(void);

@@ -32,6 +32,7 @@
  * write.
  */
 #include "attntrace.h"
+#include "format/modelpath.h"
 #include "cli/cli.h"
 #include "core/slurp.h"
 #include "core/timing.h"
@@ -646,9 +647,17 @@ int main(int argc, char **argv)
 		cli_warn("QWENPIPE_SIMD: unknown value '%s' ignored", getenv("QWENPIPE_SIMD"));
 
 	const char *path = argv[optind];
+	struct modelpath mp;
+	struct err e;
+	if (modelpath_resolve(&mp, path, &e) < 0)
+		cli_die("%s", e.msg);
+	const char *const inputs[] = { mp.weights, mp.config, mp.gen, mp.tokenizer, in_name };
+	cli_refuse_input("--trace", trace_path, inputs, sizeof inputs / sizeof *inputs);
+	cli_refuse_input("--trace-attn", attn_path, inputs, sizeof inputs / sizeof *inputs);
+	if (trace_path && attn_path && cli_same_file(trace_path, attn_path))
+		cli_die_usage("--trace and --trace-attn: both write %s", attn_path);
 	struct model m;
 	struct forward f;
-	struct err e;
 	double t0 = time_now();
 	if (model_load(&m, path, &mo, &e) < 0)
 		cli_die("%s", e.msg);

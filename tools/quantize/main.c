@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 enum { OPT_REPORT = CLI_LONG, OPT_DRY_RUN, OPT_FORMAT };
@@ -130,13 +129,8 @@ static void source_open(struct source *s, const char *model)
  * read from: it would be overwritten by what is made from it. */
 static void source_not_output(const struct source *s, const char *out, const char *flag)
 {
-	struct stat o, i;
-	if (!out || stat(out, &o) < 0)
-		return;
 	const char *const in[] = { s->mf.weights, s->mf.config, s->mf.gen, s->mf.tokenizer };
-	for (size_t k = 0; k < sizeof in / sizeof in[0]; k++)
-		if (stat(in[k], &i) == 0 && i.st_dev == o.st_dev && i.st_ino == o.st_ino)
-			cli_die_usage("%s: %s is the input %s", flag, out, in[k]);
+	cli_refuse_input(flag, out, in, sizeof in / sizeof in[0]);
 }
 
 static void source_close(struct source *s)
@@ -278,7 +272,11 @@ int main(int argc, char **argv)
 	int c;
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'o': out = v; break;
+		case 'o':
+			if (!strcmp(v, "-"))
+				cli_die_usage("-o: quantize writes a file, not standard output");
+			out = v;
+			break;
 		case 'l': level_name = v; break;
 		case OPT_FORMAT:
 			if (!strcmp(v, "gguf"))
@@ -320,6 +318,8 @@ int main(int argc, char **argv)
 	source_open(&src, argv[optind]);
 	source_not_output(&src, out, "-o");
 	source_not_output(&src, report, "--report");
+	if (out && report && cli_same_file(out, report))
+		cli_die_usage("-o and --report: both write %s", out);
 	const struct modelpath *mf = &src.mf;
 
 	/* Every tensor planned before any byte is written. */
