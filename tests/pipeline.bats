@@ -71,6 +71,29 @@ greedy_of() { jq -r '.greedy_48[]' "$GOLDEN/shakespeare-tiny/$1.json"; }
 	[[ "${stderr_lines[1]}" =~ ^"sample: stop: max tokens; 5 tokens, first after "[0-9.]+" s, "[0-9.]+" tokens/s after it"$ ]]
 }
 
+@test "generation_config.json is read as transformers reads it: without do_sample true the argmax, top_k 50 when absent" {
+	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
+	m=$BATS_TEST_TMPDIR/m
+	mkdir "$m"
+	cp "$TINY/config.json" "$TINY/model.safetensors" "$m/"
+	want=$(forward "$TINY" < "$BATS_TEST_TMPDIR/ids" | sample --greedy -n 8 | paste -sd,)
+	# transformers' GenerationConfig defaults: do_sample false, top_k 50
+	for g in '{"do_sample": false, "temperature": 0.8, "top_k": 40}' '{"temperature": 0.8}' none; do
+		if [ "$g" = none ]; then rm -f "$m/generation_config.json"; else echo "$g" > "$m/generation_config.json"; fi
+		run --separate-stderr -0 bash -c "forward '$m' < '$BATS_TEST_TMPDIR/ids' | sample -v --seed 7 -n 8 | paste -sd,"
+		assert_output "$want"
+		[[ "${stderr_lines[0]}" = "sample: seed 7, temperature 0, top-k "* ]]
+	done
+	[ "${stderr_lines[0]}" = "sample: seed 7, temperature 0, top-k 50, top-p 1, min-p 0, repeat-penalty 1" ]
+	echo '{"do_sample": true, "temperature": 0.8}' > "$m/generation_config.json"
+	run --separate-stderr -0 bash -c "forward '$m' < '$BATS_TEST_TMPDIR/ids' | sample -v --seed 7 -n 8"
+	[ "${stderr_lines[0]}" = "sample: seed 7, temperature 0.8, top-k 50, top-p 1, min-p 0, repeat-penalty 1" ]
+	[ "$output" = "$(forward "$TINY" < "$BATS_TEST_TMPDIR/ids" | sample --seed 7 -n 8 --temperature 0.8 --top-k 50 --top-p 1)" ]
+	echo '{"do_sample": 1}' > "$m/generation_config.json"
+	run --separate-stderr -1 forward "$m" --score < "$BATS_TEST_TMPDIR/ids"
+	[ "$stderr" = "forward: $m/generation_config.json: do_sample: expected true or false, got 1" ]
+}
+
 @test "--logprobs: the chosen token and the best K with their log-probabilities under the model" {
 	ids_of romeo > "$BATS_TEST_TMPDIR/ids"
 	lp="$BATS_TEST_TMPDIR/lp.jsonl"

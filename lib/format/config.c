@@ -209,9 +209,14 @@ void gen_config_default(struct gen_config *g, const struct model_config *c)
 static int check_gen(void *out, const cJSON *r, struct err *e)
 {
 	struct gen_config *g = out;
+	/* transformers' GenerationConfig: top_k 50 when not given, and
+	 * without "do_sample": true the argmax */
+	bool do_sample = false;
+	g->top_k = 50;
 	/* The ids are checked against the vocabulary where the model is
 	 * known; here only that they are ids. */
 	if (get_eos(r, INT_MAX, &g->n_eos, g->eos_ids, e) < 0 ||
+	    get_bool(r, "do_sample", &do_sample, e) < 0 ||
 	    /* The sampler computes in float32 (sampler_params_check). */
 	    get_double(r, "temperature", 0, false, FLT_MAX, false, &g->temperature, e) < 0 ||
 	    get_int(r, "top_k", 0, INT_MAX, false, &g->top_k, e) < 0 ||
@@ -220,6 +225,8 @@ static int check_gen(void *out, const cJSON *r, struct err *e)
 	    get_double(r, "repetition_penalty", FLT_TRUE_MIN, false, FLT_MAX, false,
 		       &g->repetition_penalty, e) < 0)
 		return -1;
+	if (!do_sample)
+		g->temperature = 0;
 	return 0;
 }
 

@@ -39,7 +39,10 @@ struct model_config {
 	int eos_ids[CFG_MAX_EOS];
 };
 
-/* Sampling defaults. Absent keys keep the values set by gen_config_default. */
+/* Sampling defaults. A generation_config.json is read as transformers
+ * reads it: top_k 50 when absent, and without "do_sample": true the
+ * argmax (temperature 0, which the sampler takes as greedy); its other
+ * absent keys keep the values set by gen_config_default. */
 struct gen_config {
 	int n_eos;
 	int eos_ids[CFG_MAX_EOS];

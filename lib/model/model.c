@@ -464,7 +464,9 @@ int model_load(struct model *m, const char *path, const struct model_opts *o,
 		return -1;
 	}
 	gen_config_default(&m->gen, &m->cfg);
-	if ((access(p.gen, F_OK) == 0 && gen_config_load(&m->gen, p.gen, e) < 0) ||
+	/* without the file, transformers' defaults as from an empty one */
+	if ((access(p.gen, F_OK) == 0 ? gen_config_load(&m->gen, p.gen, e) :
+	     gen_config_parse(&m->gen, "{}", 2, p.gen, e)) < 0 ||
 	    model_check_eos(m, p.gen, e) < 0 || check_manifest(m, p.weights, e) < 0 ||
 	    ((!(o->mmap || o->f32) || !aligned(&m->st)) && copy_file(m, p.weights, e) < 0) ||
 	    fill(m, p.weights, o->f32, e) < 0) {
