@@ -287,6 +287,14 @@ config_dir() {
 	bad 1 "quantize: $M/config.json: vocab_size: expected an integer, got 4096e0" "quantize '$M' -o '$M/x.q8' --level int8"
 	jq . "$SHAPES/config.json" | sed 's/"rope_theta": [0-9.]*/"rope_theta": 1e999/' >"$M/config.json"
 	bad 1 "forward: $M/config.json: not valid JSON (line 19, column 17): number out of range" "echo 1 | forward '$M' --score"
+	# what the engine would compute otherwise than the model was made for
+	jq '. + {rope_scaling: {type: "yarn", factor: 4.0}}' "$SHAPES/config.json" >"$M/config.json"
+	bad 1 "forward: $M/config.json: rope_scaling: not supported (only RoPE without scaling: null or absent)" "echo 1 | forward '$M' --score"
+	hd=$(jq '.hidden_size / .num_attention_heads' "$SHAPES/config.json")
+	jq --argjson h $((hd * 2)) '. + {head_dim: $h}' "$SHAPES/config.json" >"$M/config.json"
+	bad 1 "forward: $M/config.json: head_dim: $((hd * 2)) is not hidden_size / num_attention_heads ($hd), the only head size supported" "echo 1 | forward '$M' --score"
+	jq --argjson h "$hd" '. + {head_dim: $h, rope_scaling: null}' "$SHAPES/config.json" >"$M/config.json"
+	run -0 bash -c "echo 1 | forward '$M' --score > /dev/null"
 	config_dir '.'
 	printf '{"top_k": 20.0}' >"$M/generation_config.json"
 	bad 1 "forward: $M/generation_config.json: top_k: expected an integer, got 20.0" "echo 1 | forward '$M' --score"

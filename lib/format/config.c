@@ -151,6 +151,18 @@ static int check_model(void *out, const cJSON *r, struct err *e)
 		return err_set(e, "num_attention_heads: %d is not divisible by "
 			       "num_key_value_heads (%d)", c->n_heads, c->n_kv_heads);
 	c->head_dim = c->hidden_size / c->n_heads;
+	int head_dim = c->head_dim;
+	if (get_int(r, "head_dim", 1, INT_MAX, false, &head_dim, e) < 0)
+		return -1;
+	if (head_dim != c->head_dim)
+		return err_set(e, "head_dim: %d is not hidden_size / num_attention_heads (%d), "
+			       "the only head size supported", head_dim, c->head_dim);
+	/* YaRN, linear, dynamic: positions this engine would rotate
+	 * otherwise than the model was trained for */
+	const cJSON *rs = cJSON_GetObjectItemCaseSensitive(r, "rope_scaling");
+	if (rs && !cJSON_IsNull(rs))
+		return err_set(e, "rope_scaling: not supported (only RoPE without scaling: "
+			       "null or absent)");
 	if (c->head_dim % 2)
 		return err_set(e, "hidden_size: head dimension %d / %d = %d is odd "
 			       "(RoPE rotates pairs)", c->hidden_size, c->n_heads,
