@@ -40,6 +40,12 @@ SCRIPTS=(bench-tok chat deps download-qwen fuzz generate plot-bench valgrind-che
 		local long=$output
 		run -0 "$t" -h
 		assert_equal "$output" "$long"
+		# every other spelling the help lists is one the tool takes
+		local a
+		for a in $(sed -n 's/^ *(also \(.*\))$/\1/p' <<<"$long"); do
+			"$t" --options | cut -f1,3 | tr '\t, ' '\n\n\n' | grep -qx -- "$a" ||
+				{ echo "$t: --help lists $a, --options does not"; false; }
+		done
 	done
 	for s in "${SCRIPTS[@]}"; do
 		run -0 "$ROOT/scripts/$s" --help

@@ -273,7 +273,7 @@ static void print_opt(const struct cli_opt *o)
 			break;
 		h = nl + 1;
 	}
-	if (o->names[first]) {
+	if (o->id && o->names[first]) {  /* an operand's | is its own: FILE|DIR */
 		printf("%*s(also", HELP_COL, "");
 		for (const char *n = o->names + first; *n == '|';) {
 			size_t len = strcspn(n + 1, "|");
