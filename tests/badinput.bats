@@ -463,6 +463,10 @@ config_dir() {
 	bad 2 "ppl: --max-chunks: 0 is out of range [1, 2147483647]" "$P --max-chunks 0"
 	bad 2 "ppl: --max-chunks: -1 is out of range [1, 2147483647]" "$P --max-chunks -1"
 	bad 2 "ppl: --threads: 0 is out of range [1, 1024]" "$P --threads 0"
+	bad 2 "ppl: --level: 'int8,' has an empty entry" "$P --level int8,"
+	bad 2 "ppl: --level: '' has an empty entry" "$P --level ''"
+	# a missing container is said first, before any level runs (one line)
+	bad 1 "ppl: $BATS_TEST_TMPDIR/none.q4: No such file or directory" "$P --level int8 '$BATS_TEST_TMPDIR/none.q4'"
 	[ ! -e "$BATS_TEST_TMPDIR/q.q4" ]
 }
 

@@ -31,6 +31,7 @@
 #include <cJSON.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,9 +345,9 @@ int main(int argc, char **argv)
 		cli_die_usage("--group-size: %ld is not a multiple of %d", group, Q4_BLOCK);
 	const char *model = argv[optind];
 	struct modelpath where;  /* the model's files */
-	bool resolved = modelpath_resolve(&where, model, &e) == 0;
-	bool container = resolved && (where.kind == MODELPATH_CONTAINER ||
-				      where.kind == MODELPATH_GGUF);
+	if (modelpath_resolve(&where, model, &e) < 0)
+		cli_die_err(&e);
+	bool container = where.kind == MODELPATH_CONTAINER || where.kind == MODELPATH_GGUF;
 	if (container && (level_list || optind + 1 < argc))
 		cli_die_usage("%s is a container: it is the only level (give the safetensors "
 			  "MODEL to compare levels)", model);
@@ -358,7 +359,11 @@ int main(int argc, char **argv)
 		snprintf(levels[0].name, sizeof levels[0].name, "%s", model);
 	} else {
 		char *list = strdup(level_list ? level_list : "fp32,bf16,int8,int4");
-		for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+		for (char *tok = list, *next; tok; tok = next) {
+			if ((next = strchr(tok, ',')))
+				*next++ = 0;
+			if (!*tok)
+				cli_die_usage("--level: '%s' has an empty entry", level_list);
 			if (nl == MAX_LEVELS)
 				cli_die_usage("--level: more than %d levels", MAX_LEVELS);
 			if (parse_level(tok, (int)group, &levels[nl++]) < 0)
@@ -378,6 +383,9 @@ int main(int argc, char **argv)
 				argv[i][len - 4] = 0;
 				levels[nl].f32act = 1;
 			}
+			/* a missing file is said now, not after the levels before it */
+			if (access(argv[i], R_OK) < 0)
+				cli_die("%s: %s", argv[i], strerror(errno));
 			nl++;
 		}
 	}
@@ -395,8 +403,8 @@ int main(int argc, char **argv)
 		/* a container's own tokenizer (it embeds one), else the model's
 		 * tokenizer.json, else the bundled one (also for a GGUF file,
 		 * whose tokenizer.ggml arrays tok reads: --ids scores with it) */
-		bool qf = resolved && where.kind == MODELPATH_CONTAINER;
-		const char *tok = qf ? model : resolved && access(where.tokenizer, R_OK) == 0
+		bool qf = where.kind == MODELPATH_CONTAINER;
+		const char *tok = qf ? model : access(where.tokenizer, R_OK) == 0
 			? where.tokenizer : NULL;
 		if (!tok && !(tok = datadir_find(BUNDLED_TOKENIZER, kp, sizeof kp)))
 			cli_die("no tokenizer.json beside %s, and the bundled one is not next to "
