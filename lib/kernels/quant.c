@@ -296,6 +296,12 @@ void q8a_quantize_scalar(const float *x, int n, struct q8act *a)
 		int e = b + Q8A_BLOCK < n ? b + Q8A_BLOCK : n;
 		a->scales[b / Q8A_BLOCK] = symmetric(x + b, e - b, 127, a->q + b);
 		memset(a->q + e, 0, (size_t)(b + Q8A_BLOCK - e));
+		for (int i = b; i < e; i++)
+			if (isnan(x[i])) {
+				a->scales[b / Q8A_BLOCK] = NAN;
+				memset(a->q + b, 0, Q8A_BLOCK);
+				break;
+			}
 	}
 	q8a_sums(a);
 }

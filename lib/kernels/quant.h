@@ -172,7 +172,10 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out);
 /* int8 activations: a vector quantized in blocks of Q8A_BLOCK: codes
  * q[n_pad] (zero beyond n), scales and code sums, one per block, and the
  * code sums of each half block, with n_pad = n rounded up to Q8A_BLOCK
- * (q8a_padded). */
+ * (q8a_padded). A block with a NaN has the scale NaN and codes 0, so that
+ * the NaN reaches the products' outputs as it would with float
+ * activations (a NaN weight of a norm, say) rather than vanish in the
+ * rounding. */
 struct q8act {
 	int n;           /* logical length */
 	int8_t *q;

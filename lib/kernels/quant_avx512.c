@@ -5,6 +5,7 @@
 #include "kernels/hsum.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define A __m512
@@ -94,11 +95,13 @@ void q8a_quantize_avx512(const float *x, int n, struct q8act *a)
 				_mm512_maskz_loadu_ps(m1, x + b + 16) };
 		__m512 amax = _mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1]));
 		float s = _mm512_reduce_max_ps(amax) / 127.0f;
-		a->scales[b / Q8A_BLOCK] = s;
+		int nan = (_mm512_cmp_ps_mask(v[0], v[0], _CMP_UNORD_Q) |
+			   _mm512_cmp_ps_mask(v[1], v[1], _CMP_UNORD_Q)) != 0;
+		a->scales[b / Q8A_BLOCK] = nan ? NAN : s;
 		__m512 vs = _mm512_set1_ps(s);
 		for (int h = 0; h < 2; h++) {
 			__m128i q = _mm_setzero_si128();
-			if (s != 0) {
+			if (s != 0 && !nan) {
 				__m512 d = _mm512_div_ps(v[h], vs);
 				__m512 t = _mm512_roundscale_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
 				__m512 f = _mm512_abs_ps(_mm512_sub_ps(d, t));
