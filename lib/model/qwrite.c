@@ -1,13 +1,32 @@
 /* qwrite: see qwrite.h. */
 #include "model/qwrite.h"
+#include "kernels/kernels.h"
 #include "kernels/quant.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static enum wtype kept_type(const struct st_tensor *t)
 {
 	return t->dtype == ST_BF16 ? WT_BF16 : WT_F32;
+}
+
+/* Refuses a NaN or an infinity in a matrix to be quantized: its scale
+ * would skip it and its code would hide it, where the float model shows
+ * it (forward warns of it). */
+static int nonfinite(const struct wmat *w, const char *name, struct err *e)
+{
+	float row[w->cols];
+	for (int r = 0; r < w->rows; r++) {
+		kern_row_float(w, r, row);
+		for (int c = 0; c < w->cols; c++)
+			if (!isfinite(row[c]))
+				return err_set(e, "tensor '%s': row %d, column %d is %g: quantizing "
+					       "would hide it (st-inspect --check finds such values)",
+					       name, r, c, row[c]);
+	}
+	return 0;
 }
 
 int qwrite_plan(const struct st_file *st, const struct qwrite_opts *o,
@@ -77,6 +96,11 @@ int qwrite_model(const char *out, const struct st_file *st, const struct qfile_e
 				free(qdata);
 				free(scales);
 				err_set(e, "%s: out of memory", out);
+				goto fail;
+			}
+			if (nonfinite(&src, t->name, e) < 0) {
+				free(qdata);
+				free(scales);
 				goto fail;
 			}
 			quant_matrix(&src, p[i].type, h->group_size, 0, qdata, scales);
