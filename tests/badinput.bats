@@ -99,6 +99,12 @@ config_dir() {
 	printf '\x03' | dd of="$C" bs=1 seek=8 conv=notrunc 2>/dev/null
 	bad 1 "forward: $C: version 3 is not supported (this build reads version 2)" "echo 1 | forward '$C' --score"
 	bad 1 "st-inspect: $C: version 3 is not supported (this build reads version 2)" "st-inspect '$C'"
+	# a group size of 64 where the int4 scales were written for 32: the
+	# scales would be read half as many, the rest taken for padding
+	quantize "$SHAPES" -o "$BATS_TEST_TMPDIR/g.q4" --level int4 2>/dev/null
+	printf '\x40' | dd of="$BATS_TEST_TMPDIR/g.q4" bs=1 seek=16 conv=notrunc 2>/dev/null
+	run --separate-stderr -1 bash -c "echo 1 | forward '$BATS_TEST_TMPDIR/g.q4' --score"
+	[[ $stderr =~ ^"forward: $BATS_TEST_TMPDIR/g.q4: tensor '"[a-z_.0-9]+"': data at "[0-9]+", not at "[0-9]+" right after what precedes it (a shape or the group size is not the one written)"$ ]]
 }
 
 @test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name, as a Q5_0, Q5_1 or IQ4_NL one with such a scale or min" {

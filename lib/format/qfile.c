@@ -126,7 +126,9 @@ static int section(const unsigned char *hdr, const char *what, uint64_t *pos,
 }
 
 /* One region of a tensor (its data or its scales): aligned, inside the
- * file, after the previous region. */
+ * file, and where the writer puts it, at the first aligned offset after
+ * the previous region: a gap means that a length (a shape, the group
+ * size) is not the one the file was written with. */
 static int region(const char *tn, const char *what, uint64_t off, uint64_t len,
 		  uint64_t *prev_end, size_t size, const char *name, struct err *e)
 {
@@ -139,6 +141,10 @@ static int region(const char *tn, const char *what, uint64_t off, uint64_t len,
 	if (off < *prev_end)
 		return err_set(e, "%s: tensor %s: %s at %" PRIu64 " overlaps what precedes it (up to %" PRIu64 ")",
 			       name, tn, what, off, *prev_end);
+	if (off != align_up(*prev_end))
+		return err_set(e, "%s: tensor %s: %s at %" PRIu64 ", not at %" PRIu64 " right after "
+			       "what precedes it (a shape or the group size is not the one written)",
+			       name, tn, what, off, align_up(*prev_end));
 	*prev_end = off + len;
 	return 0;
 }
@@ -357,6 +363,11 @@ int qfile_parse(struct qfile *f, const unsigned char *buf, size_t size,
 		if (check_entry(f, (int)i, buf + off + (uint64_t)i * QF_ENTRY, &prev_end,
 				size, name, e) < 0)
 			goto fail;
+	if (prev_end != size) {
+		err_set(e, "%s: %" PRIu64 " bytes after the last tensor's end (%" PRIu64 "): the "
+			"file is not what its index says", name, (uint64_t)size - prev_end, prev_end);
+		goto fail;
+	}
 	if (check_manifest(f, name, e) < 0 || widen_q4_scales(f, name, e) < 0)
 		goto fail;
 	return 0;
