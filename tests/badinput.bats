@@ -454,6 +454,11 @@ config_dir() {
 	bad 2 "forward: --ctx: 99999999 is out of range [1, 16777216]" "$F --ctx 99999999"
 	bad 2 "forward: --top: 0 is out of range [1, 1000]" "forward --dump --top 0 </dev/null"
 	bad 2 "forward: --top: 'x' is not a whole number" "forward --dump --top x </dev/null"
+	# a flag that would change nothing where it is given is refused
+	bad 2 "forward: --top: only with --dump" "echo 1 | forward '$TINY' --score --top 3"
+	bad 2 "forward: --dump: --all is for a model's run, not a stream's dump" "forward --dump --all </dev/null"
+	bad 2 "forward: --dump: --threads is for a model's run, not a stream's dump" "forward -t 2 --dump </dev/null"
+	bad 2 "forward: --dump: --trace is for a model's run, not a stream's dump" "forward --dump --trace x.json </dev/null"
 	Q="quantize '$SHAPES' -o '$BATS_TEST_TMPDIR/q.q4' --level int4"
 	bad 2 "quantize: --group-size: 0 is out of range [32, 1048576]" "$Q --group-size 0"
 	bad 2 "quantize: --group-size: -32 is out of range [32, 1048576]" "$Q --group-size -32"
@@ -470,6 +475,7 @@ config_dir() {
 	bad 2 "ppl: --max-chunks: -1 is out of range [1, 2147483647]" "$P --max-chunks -1"
 	bad 2 "ppl: --threads: 0 is out of range [1, 1024]" "$P --threads 0"
 	bad 2 "ppl: --level: 'int8,' has an empty entry" "$P --level int8,"
+	bad 2 "ppl: --group-size: only with an int4 level" "$P --level fp32,int8 --group-size 64"
 	bad 2 "ppl: --level: '' has an empty entry" "$P --level ''"
 	# a missing container is said first, before any level runs (one line)
 	bad 1 "ppl: $BATS_TEST_TMPDIR/none.q4: No such file or directory" "$P --level int8 '$BATS_TEST_TMPDIR/none.q4'"

@@ -357,6 +357,12 @@ static const struct option *long_of(int id)
 	return NULL;
 }
 
+const char *cli_flag_name(int id)
+{
+	const struct option *o = long_of(id);
+	return o ? o->name : "?";
+}
+
 /* The usage error for what getopt_long refused: c is ':' (a flag without
  * its value) or '?', w the word it was reading (argv[optind - 1]). A
  * missing value names the flag by its long form whatever was typed (-c,

@@ -84,6 +84,10 @@ int cli_getopt(int argc, char **argv, const char **val);
 
 const char *cli_prog(void);
 
+/* The long name (without its "--") of the flag cli_getopt returned as id:
+ * its first, as --help lists it. */
+const char *cli_flag_name(int id);
+
 /* Prints "prog: message" and exits 1. */
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

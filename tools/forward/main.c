@@ -592,6 +592,8 @@ int main(int argc, char **argv)
 	struct model_opts mo = { 0 };
 	const char *v;
 	int c;
+	int run_flag = 0;  /* a flag of a model's run, for --dump's check */
+	int top_given = 0;
 	while ((c = cli_getopt(argc, argv, &v)) != -1) {
 		switch (c) {
 		case OPT_SCORE: score = 1; break;
@@ -608,19 +610,26 @@ int main(int argc, char **argv)
 		case OPT_B16ACT: fo.b16act = 1; break;
 		case 'v': verbose = 1; break;
 		case 'd': do_dump = 1; break;
-		case OPT_TOP: top = (int)cli_flag_long("--top", v, 1, 1000); break;
+		case OPT_TOP: top = (int)cli_flag_long("--top", v, 1, 1000); top_given = 1; break;
 		case OPT_DRAFT: draft_k = (int)cli_flag_long("--draft", v, 0, 64); break;
 		case OPT_DRAFT_NGRAM:
 			draft_ngram = (int)cli_flag_long("--draft-ngram", v, 1, DRAFT_NGRAM_MAX);
 			break;
 		}
+		if (c != 'v' && c != 'd' && c != OPT_TOP && !run_flag)
+			run_flag = c;
 	}
 	if (do_dump) {
 		if (optind != argc)
 			cli_die_usage("--dump takes no model");
+		if (run_flag)
+			cli_die_usage("--dump: --%s is for a model's run, not a stream's dump",
+				      cli_flag_name(run_flag));
 		dump(top);
 		cli_exit(EXIT_OK);
 	}
+	if (top_given)
+		cli_die_usage("--top: only with --dump");
 	if (optind == argc)
 		cli_die_usage("no model given");
 	/* After the model, the ids' file: "-" (or nothing) is stdin. */

@@ -310,6 +310,7 @@ int main(int argc, char **argv)
 	long chunks[MAX_CHUNKS] = { 256 };  /* --chunk */
 	int nchunks = 1;
 	long group = Q4_DEFAULT_GROUP;   /* --group-size */
+	int group_set = 0;
 	const char *text = NULL;         /* --text: default the bundled heldout */
 	const char *ids_path = NULL;     /* --ids */
 	long max_chunks = 0;             /* --max-chunks: 0 = all */
@@ -328,7 +329,10 @@ int main(int argc, char **argv)
 			if (parse_long_list(v, 2, 1 << 20, chunks, MAX_CHUNKS, &nchunks, &e) < 0)
 				cli_die_usage("--chunk: %s", e.msg);
 			break;
-		case 'g': group = cli_flag_long("--group-size", v, Q4_BLOCK, 1 << 20); break;
+		case 'g':
+			group = cli_flag_long("--group-size", v, Q4_BLOCK, 1 << 20);
+			group_set = 1;
+			break;
 		case 'f': text = v; break;
 		case 'i': ids_path = v; break;
 		case OPT_MAX_CHUNKS: max_chunks = cli_flag_long("--max-chunks", v, 1, INT_MAX); break;
@@ -355,6 +359,8 @@ int main(int argc, char **argv)
 	struct level levels[MAX_LEVELS];
 	int nl = 0;
 	if (container) {
+		if (group_set)
+			cli_die_usage("--group-size: only with an int4 level");
 		levels[nl++] = (struct level){ .kind = LV_FILE, .path = model };
 		snprintf(levels[0].name, sizeof levels[0].name, "%s", model);
 	} else {
@@ -372,6 +378,11 @@ int main(int argc, char **argv)
 					  "bf16 and the int levels)", tok);
 		}
 		free(list);
+		int int4 = 0;
+		for (int i = 0; i < nl; i++)
+			int4 |= levels[i].kind == LV_QUANT && levels[i].qs.type == WT_Q4;
+		if (group_set && !int4)
+			cli_die_usage("--group-size: only with an int4 level");
 		for (int i = optind + 1; i < argc; i++) {
 			if (nl == MAX_LEVELS)
 				cli_die_usage("more than %d levels", MAX_LEVELS);
