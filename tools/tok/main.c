@@ -200,8 +200,9 @@ static void encode_one(struct tokenizer *t, const struct opts *o, const char *na
 	if (tok_encode(t, s, n, o->flags, &ids, &bad, &e) < 0)
 		cli_die_err(&e);
 	if (bad && !*warned) {
-		cli_warn("%s: %zu byte%s not valid UTF-8, each encoded as its own byte token",
-		     strcmp(name, "-") ? name : "<stdin>", bad, bad == 1 ? " is" : "s are");
+		cli_warn("%s: %zu byte%s not valid UTF-8, encoded as raw bytes (which "
+			 "byte-level BPE merges as any others)",
+			 strcmp(name, "-") ? name : "<stdin>", bad, bad == 1 ? " is" : "s are");
 		*warned = 1;
 	}
 	write_ids(t, &ids, o->out);
