@@ -431,6 +431,7 @@ config_dir() {
 	bad 2 "sample: --temperature: -1 is out of range [0, 100]" "$L --temperature -1"
 	bad 2 "sample: --temperature: 'nan' is not a number" "$L --temperature nan"
 	bad 2 "sample: --temperature: 'inf' is not a number" "$L --temperature inf"
+	bad 2 "sample: --temperature: '0x10' is not a number" "$L --temperature 0x10"
 	bad 2 "sample: --top-p: 1.5 is out of range [0, 1]" "$L --top-p 1.5"
 	bad 2 "sample: --top-p: -0.1 is out of range [0, 1]" "$L --top-p -0.1"
 	bad 2 "sample: --top-k: -1 is out of range [0, 2147483647]" "$L --top-k -1"

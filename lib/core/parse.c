@@ -1,6 +1,7 @@
 /* parse: see parse.h. */
 #include "core/parse.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 int parse_long(const char *s, long min, long max, long *out, struct err *e)
 {
 	char *end;
-	if (!s || !*s || *s == ' ' || *s == '\t')
+	if (!s || !*s || isspace((unsigned char)*s))
 		return err_set(e, "'%s' is not a number", s ? s : "");
 	errno = 0;
 	long v = strtol(s, &end, 10);
@@ -24,11 +25,12 @@ int parse_long(const char *s, long min, long max, long *out, struct err *e)
 int parse_double(const char *s, double min, double max, double *out, struct err *e)
 {
 	char *end;
-	if (!s || !*s || *s == ' ' || *s == '\t')
+	if (!s || !*s || isspace((unsigned char)*s))
 		return err_set(e, "'%s' is not a number", s ? s : "");
 	errno = 0;
 	double v = strtod(s, &end);
-	if (*end || !isfinite(v))
+	/* decimal only: strtod also reads C's hexadecimal floats (0x10) */
+	if (*end || !isfinite(v) || strpbrk(s, "xX"))
 		return err_set(e, "'%s' is not a number", s);
 	if (v < min || v > max)
 		return err_set(e, "%s is out of range [%g, %g]", s, min, max);
