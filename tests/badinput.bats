@@ -882,6 +882,9 @@ F_INF='\x00\x00\x80\x7f' F_MIN='\x00\x00\x80\x00' F_DENORM='\x01\x00\x00\x00'
 	mkfifo "$V/ids"
 	# someone else's FIFO, with a reader: nothing is written, nothing removed
 	exec 7<> "$V/ids"
+	# a stream that says it has a channel but names none
+	name ""
+	bad 1 "sample: the stream's feedback channel has an empty name" "sample <'$S'"
 	name "$V/ids"
 	bad 1 "sample: $V/ids: not a feedback channel that forward made (a FIFO 'ids' of yours in a private directory forward.XXXXXX)" "sample <'$S'"
 	[ -p "$V/ids" ]

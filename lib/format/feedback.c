@@ -168,6 +168,8 @@ static int is_forwards(const char *path)
 
 int feedback_open_writer(const char *path, struct err *e)
 {
+	if (!*path)
+		return err_set(e, "the stream's feedback channel has an empty name");
 	if (!is_forwards(path))
 		return err_set(e, "%s: not a feedback channel that forward made (a FIFO "
 			       "'ids' of yours in a private directory forward.XXXXXX)", path);
