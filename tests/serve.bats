@@ -94,6 +94,10 @@ chat_body() { # chat_body MESSAGE SEED N [MORE JSON]
 	[ "$(jq -r .status <<<"$output")" = ok ]
 	run -0 curl -s --max-time 30 "$URL/completions" -d '{"prompt": "To be", "max_tokens": 2}'
 	[ "$(jq -r .usage.completion_tokens <<<"$output")" = 2 ]
+	# a second server on the port: one line, before any slot starts (so
+	# before its model, here none, is looked at)
+	run -1 --separate-stderr serve "$BATS_TEST_TMPDIR/none" --port "${URL##*:}"
+	[ "$stderr" = "serve: cannot listen on 127.0.0.1 port ${URL##*:}: Address already in use" ]
 	# one model by its id, as OpenAI's GET /v1/models/{model}
 	run -0 curl -s --max-time 10 "$URL/v1/models/shakespeare-tiny"
 	[ "$(jq -r '.id, .object' <<<"$output")" = $'shakespeare-tiny\nmodel' ]

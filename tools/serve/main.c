@@ -667,7 +667,7 @@ static void completed(void *cls, struct MHD_Connection *con, void **con_cls,
 }
 
 /* The address to listen on: --host (numeric) and --port. */
-static struct sockaddr_storage bind_addr(int *v6)
+static struct sockaddr_storage bind_addr(int *v6, socklen_t *len)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_PASSIVE,
 				  .ai_socktype = SOCK_STREAM }, *ai;
@@ -678,9 +678,22 @@ static struct sockaddr_storage bind_addr(int *v6)
 		cli_die_usage("--host: '%s' is not an IPv4 or IPv6 address", S.host);
 	struct sockaddr_storage a = { 0 };
 	memcpy(&a, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
 	*v6 = ai->ai_family == AF_INET6;
 	freeaddrinfo(ai);
 	return a;
+}
+
+/* The listening socket, bound before the slots start: a port in use is
+ * said at once, not after every slot has loaded the model. */
+static int listen_on(const struct sockaddr_storage *a, socklen_t len, int v6)
+{
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0 ||
+	    (v6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) < 0) ||
+	    bind(fd, (const struct sockaddr *)a, len) < 0 || listen(fd, 128) < 0)
+		cli_die("cannot listen on %s port %ld: %s", S.host, S.port, strerror(errno));
+	return fd;
 }
 
 int main(int argc, char **argv)
@@ -695,8 +708,10 @@ int main(int argc, char **argv)
 		S.alias = slash && slash[1] ? slash + 1 : a;
 	}
 	int v6;
-	struct sockaddr_storage addr = bind_addr(&v6);
+	socklen_t addr_len;
+	struct sockaddr_storage addr = bind_addr(&v6, &addr_len);
 	load_tokenizer();
+	int lfd = listen_on(&addr, addr_len, v6);
 	S.created = (long)time(NULL);
 
 	/* The signals that end the server are taken by sigwait below; every
@@ -714,14 +729,15 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *d = MHD_start_daemon(
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 		(v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, handle, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+		MHD_OPTION_LISTEN_SOCKET, lfd,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S.timeout,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)(S.parallel + S.queue + 64),
 		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
 		MHD_OPTION_END);
 	if (!d) {
 		slots_free(&S.slots);
-		cli_die("cannot listen on %s port %ld: %s", S.host, S.port, strerror(errno));
+		cli_die("cannot start the HTTP server on %s port %ld: %s", S.host, S.port,
+			strerror(errno));
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	fprintf(stderr, "serve: %s on http://%s%s%s:%u/v1 (%ld slot%s of %u positions)\n",
