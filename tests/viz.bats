@@ -150,13 +150,18 @@ forward: $((n * (n + 1) / 2)) positions computed"
 	run -2 "$ROOT/scripts/viz" --prompt x --bogus
 	assert_line --index 0 "viz: unknown option '--bogus'"
 	run -2 "$ROOT/scripts/viz" --prompt x -n many
-	assert_line --index 0 "viz: -n: 'many' is not a number"
+	assert_line --index 0 "viz: -n: 'many' is not a whole number >= 0"
+	run -2 "$ROOT/scripts/viz" --prompt x -n -4
+	assert_line --index 0 "viz: -n: '-4' is not a whole number >= 0"
 	run -1 "$ROOT/scripts/viz" --prompt x --model "$BATS_TEST_TMPDIR/none" -o "$BATS_TEST_TMPDIR/p.html"
 	assert_output --partial "viz: the cached run failed"
 	[ ! -e "$BATS_TEST_TMPDIR/p.html" ]
 	run -1 "$ROOT/scripts/viz" --prompt x --temperature -1 -o "$BATS_TEST_TMPDIR/p.html"
 	assert_output --partial "sample: --temperature"
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR")" ]
+	# an -o in no directory: one line, before the model runs
+	run -1 --separate-stderr "$ROOT/scripts/viz" --prompt x --model "$BATS_TEST_TMPDIR/none" -o "$BATS_TEST_TMPDIR/no/p.html"
+	[ "$stderr" = "viz: $BATS_TEST_TMPDIR/no/p.html: no such directory: $BATS_TEST_TMPDIR/no" ]
 }
 
 @test "scripts/viz takes MODEL PROMPT as generate does, the old flags as aliases, and -t, -s, --temp" {
