@@ -399,9 +399,10 @@ static void stream_free(void *cls)
 	free(s);
 }
 
-/* Whether the client of con has closed its end (as llama-server's HTTP
- * library tells): its socket reads as ended. A client that only stopped
- * sending, keeping its end open to read the answer, is not gone. */
+/* Whether the client of con has gone away: its socket reads as ended or
+ * failed, as llama-server's HTTP library tells it. (A client that shuts
+ * down only its sending side reads so too; HTTP clients do not.) Bytes
+ * of a next, pipelined request mean it is still there. */
 static int client_gone(void *con)
 {
 	const union MHD_ConnectionInfo *ci =
