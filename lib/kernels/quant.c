@@ -164,6 +164,15 @@ void quant_dequant_row(const struct wmat *w, int r, int c0, int c1, float *out)
 	}
 }
 
+int quant_row_finite(const char *name, long r, const float *row, int cols, struct err *e)
+{
+	for (int c = 0; c < cols; c++)
+		if (!isfinite(row[c]))
+			return err_set(e, "tensor '%s': row %ld, column %d is %g: quantizing would hide "
+				       "it (st-inspect --check finds such values)", name, r, c, row[c]);
+	return 0;
+}
+
 void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
 		  void *data, float *scales)
 {

@@ -93,6 +93,12 @@ void q4_quantize_row_rtn(const float *w, int n, int group, uint8_t *q, float *sc
  * q4_quantize_row_rtn): data gets
  * q8_data_bytes / q4_data_bytes, scales rows / q4_nscales floats. Works a
  * row at a time (scratch on the stack: cols floats). */
+/* Refuses (-1, e "tensor 'NAME': row R, column C is nan: ...") a row of a
+ * matrix to be quantized that holds a NaN or an infinity: the block's
+ * scale would skip it and its code hide it, where the float model shows
+ * it (forward warns of it). Returns 0 for a finite row. */
+int quant_row_finite(const char *name, long r, const float *row, int cols, struct err *e);
+
 void quant_matrix(const struct wmat *src, enum wtype to, int group, int rtn,
 		  void *data, float *scales);
 

@@ -15,9 +15,9 @@
 #include "format/gguf_arch.h"
 #include "format/gguf_write.h"
 #include "core/outfile.h"
+#include "kernels/quant.h"
 
 #include <cJSON.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,16 +228,10 @@ static int data(struct gguf_writer *w, FILE *fp, const struct gguf_out_model *m,
 				memcpy(&x[k], (const char *)t->data + 4 * k, 4);
 			}
 		}
-		/* a NaN or an infinity would vanish in a block's scale and code,
-		 * where the float model shows it (forward warns of it) */
+		int cols = (int)t->shape[t->ndim - 1];
 		for (uint64_t k = 0; tt != GGML_F32 && tt != GGML_F16 && tt != GGML_BF16 &&
-				     k < t->nelem; k++)
-			if (!isfinite(x[k])) {
-				int c = (int)(k % (uint64_t)t->shape[t->ndim - 1]);
-				long r = (long)(k / (uint64_t)t->shape[t->ndim - 1]);
-				err_set(e, "tensor '%s': row %ld, column %d is %g: quantizing would "
-					"hide it (st-inspect --check finds such values)", t->name, r, c,
-					x[k]);
+				     k < t->nelem; k += (uint64_t)cols)
+			if (quant_row_finite(t->name, (long)(k / (uint64_t)cols), x + k, cols, e) < 0) {
 				free(x);
 				free(q);
 				return -1;

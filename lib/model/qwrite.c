@@ -3,7 +3,6 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,19 +11,14 @@ static enum wtype kept_type(const struct st_tensor *t)
 	return t->dtype == ST_BF16 ? WT_BF16 : WT_F32;
 }
 
-/* Refuses a NaN or an infinity in a matrix to be quantized: its scale
- * would skip it and its code would hide it, where the float model shows
- * it (forward warns of it). */
+/* quant_row_finite over every row of w. */
 static int nonfinite(const struct wmat *w, const char *name, struct err *e)
 {
 	float row[w->cols];
 	for (int r = 0; r < w->rows; r++) {
 		kern_row_float(w, r, row);
-		for (int c = 0; c < w->cols; c++)
-			if (!isfinite(row[c]))
-				return err_set(e, "tensor '%s': row %d, column %d is %g: quantizing "
-					       "would hide it (st-inspect --check finds such values)",
-					       name, r, c, row[c]);
+		if (quant_row_finite(name, r, row, w->cols, e) < 0)
+			return -1;
 	}
 	return 0;
 }
