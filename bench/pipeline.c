@@ -9,7 +9,10 @@
  * so both draw the same tokens (reported as same_tokens). Decode speed is
  * tokens/s from the first token drawn to the last, as `sample -v` reports
  * it; A and B alternate, REPS times each, so a busy machine slows both
- * alike. Prints one JSON line; asserts nothing.
+ * alike. Both run as `forward` does by default (int8 activations for an
+ * int8 or int4 model), without drafting (`--draft 0`: speculation is
+ * forward's, and would be measured here as the pipeline's gain). Prints one
+ * JSON line; asserts nothing.
  *
  *   build/bench/pipeline [MODEL]   (default: the synthetic full-size model,
  *                                   bench/harness/synthetic.h, written if missing)
@@ -100,7 +103,7 @@ static double pipeline(const char *model, const int *prompt, int *ids)
 	for (int i = 0; i < PROMPT; i++)
 		n += snprintf(cmd + n, sizeof cmd - (size_t)n, "%d ", prompt[i]);
 	snprintf(cmd + n, sizeof cmd - (size_t)n,
-		 "' | bin/forward '%s' | bin/sample %s --seed %d -n %d -v "
+		 "' | bin/forward '%s' --draft 0 | bin/sample %s --seed %d -n %d -v "
 		 "2>'%s.err' | tee '%s' | bin/tok decode > /dev/null",
 		 model, flags, SEED, TOKENS, ids_path, ids_path);
 	if (system(cmd) != 0) {
@@ -152,7 +155,8 @@ int main(int argc, char **argv)
 	struct model_opts mo = { 0 };
 	struct forward_opts fo = { 0 };
 	fo.level = cpu_level_env(NULL);
-	if (model_load(&m, model_path, &mo, &e) < 0 || forward_init(&f, &m, &fo, &e) < 0) {
+	if (model_load(&m, model_path, &mo, &e) < 0 ||
+	    (fo.act8 = forward_act8_prepare(&m, 0, &e)) < 0 || forward_init(&f, &m, &fo, &e) < 0) {
 		fprintf(stderr, "bench/pipeline: %s\n", e.msg);
 		return 1;
 	}
