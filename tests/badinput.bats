@@ -107,13 +107,15 @@ config_dir() {
 	[[ $stderr =~ ^"forward: $BATS_TEST_TMPDIR/g.q4: tensor '"[a-z_.0-9]+"': data at "[0-9]+", not at "[0-9]+" right after what precedes it (a shape or the group size is not the one written)"$ ]]
 }
 
-@test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name, as a Q5_0, Q5_1 or IQ4_NL one with such a scale or min" {
+@test "a K-quant GGUF tensor with a short row, cut short or with an Inf or NaN scale is refused by name, as a Q5_0, Q5_1, IQ4_NL or IQ4_XS one with such a scale or min" {
 	G=$BATS_FILE_TMPDIR/gguf
 	[ -d "$G" ] || "$FIXTURES/make-gguf.sh" "$G"
 	bad 1 "forward: $G/q4_k-ne0-64.gguf: tensor 'a': ne[0] = 64 is not a multiple of Q4_K's block of 256" \
 		"echo 1 | forward '$G/q4_k-ne0-64.gguf' --score"
 	bad 1 "forward: $G/q6_k-cut.gguf: tensor 'a': its 210 bytes at offset 0 run past the end of the data section (100 bytes)" \
 		"echo 1 | forward '$G/q6_k-cut.gguf' --score"
+	bad 1 "forward: $G/iq4_xs-ne0-64.gguf: tensor 'a': ne[0] = 64 is not a multiple of IQ4_XS's block of 256" \
+		"echo 1 | forward '$G/iq4_xs-ne0-64.gguf' --score"
 	# llama.cpp's q4_k_m file (tensor offsets from its .json): the d of
 	# super-block 1 of a Q4_K matrix made NaN, of super-block 0 of a Q6_K
 	# one Inf (IEEE halves 0x7e00, 0x7c00)
@@ -146,6 +148,17 @@ config_dir() {
 	printf '\x00\x7c' | dd of="$C" bs=1 seek=$((11407872 + 18)) conv=notrunc 2>/dev/null
 	bad 1 "forward: $C: tensor 'blk.0.attn_q.weight': scale 1 is not finite" \
 		"echo 1 | forward '$C' --score"
+	# llama.cpp's iq4_xs file: the d of super-block 1 of an IQ4_XS matrix
+	# (136 bytes a super-block, d first) made NaN
+	X=$GOLDEN/gguf/shakespeare-tiny.iq4_xs.gguf
+	at=$(jq '.tensors[] | select(.name == "blk.1.ffn_down.weight") | .offset' \
+		"$GOLDEN/gguf/shakespeare-tiny.iq4_xs.json")
+	cp "$X" "$C"
+	printf '\x00\x7e' | dd of="$C" bs=1 seek=$((at + 136)) conv=notrunc 2>/dev/null
+	bad 1 "forward: $C: tensor 'blk.1.ffn_down.weight': super-block 1: scale is Inf or NaN" \
+		"echo 1 | forward '$C' --score"
+	bad 1 "forward: $C: tensor 'blk.1.ffn_down.weight': super-block 1: scale is Inf or NaN" \
+		"echo 1 | forward '$C' --score --f32"
 	# the d of block 2 of a Q5_0 matrix of the q4_k_m file made NaN (22
 	# bytes a block)
 	cp "$L" "$C"

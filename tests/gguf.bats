@@ -37,7 +37,7 @@ rejects() {
 }
 
 @test "st-inspect --json: offsets, bytes, types and shapes are those llama.cpp's reader read" {
-	for q in bf16 q4_0 q4_k_m; do
+	for q in bf16 q4_0 q4_k_m iq4_xs; do
 		run -0 st-inspect --json "$GG/shakespeare-tiny.$q.gguf"
 		mine=$(jq -c '[.tensors[] | [.name, .dtype, .offset, .bytes, (.shape | reverse)]] | sort' <<<"$output")
 		theirs=$(jq -c '[.tensors[] | [.name, .type, .offset, .n_bytes, .ne]] | sort' \
@@ -73,7 +73,7 @@ rejects() {
 }
 
 @test "st-inspect --check reads every tensor of every type" {
-	for q in bf16 q4_0 q4_k_m; do
+	for q in bf16 q4_0 q4_k_m iq4_xs; do
 		run -0 st-inspect --check "$GG/shakespeare-tiny.$q.gguf"
 		assert_output "checked 50 tensors, 9,970,752 values: 0 NaN, 0 Inf"
 	done

@@ -55,14 +55,14 @@ enum gguf_vtype {
 };
 
 /* Tensor types (ggml_type), as numbered in the file; the gaps are types
- * ggml no longer has. The IQ types but IQ4_NL are named but not read
- * (their sizes are not checked here), so a file with one is refused by
- * name. */
+ * ggml no longer has. The IQ types but IQ4_NL and IQ4_XS are named but
+ * not read (their sizes are not checked here), so a file with one is
+ * refused by name. */
 enum gguf_ttype {
 	GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3,
 	GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8, GGML_Q8_1 = 9,
 	GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13,
-	GGML_Q6_K = 14, GGML_Q8_K = 15, GGML_IQ4_NL = 20,
+	GGML_Q6_K = 14, GGML_Q8_K = 15, GGML_IQ4_NL = 20, GGML_IQ4_XS = 23,
 	GGML_I8 = 24, GGML_I16 = 25, GGML_I32 = 26, GGML_I64 = 27, GGML_F64 = 28,
 	GGML_BF16 = 30,
 	GGML_NTYPES = 40
@@ -169,8 +169,8 @@ void gguf_kv_text(const struct gguf_kv *kv, char *buf, size_t cap);
 /* Dequantizes n elements (a whole number of blocks) of type t at src into
  * dst, exactly as ggml's reference dequantizers and llama.cpp's gguf-py do
  * (float32 arithmetic in their order; see gguf_quant.c). 0, or -1 when t
- * cannot be dequantized (Q8_1, Q8_K, the IQ and TQ types but IQ4_NL, the
- * integer types). */
+ * cannot be dequantized (Q8_1, Q8_K, the IQ and TQ types but IQ4_NL and
+ * IQ4_XS, the integer types). */
 int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst);
 
 /* When every one of the n floats of v is a bf16 exactly (its low 16 bits
@@ -192,6 +192,13 @@ void gguf_q5_block(enum gguf_ttype t, const void *block, uint8_t u[32], uint16_t
  * of 16 levels. */
 void gguf_iq4nl_codes(const void *block, int8_t q[32]);
 
+/* Group g (0..7) of 32 values of one IQ4_XS super-block of 256: its int8
+ * codes q, the same levels as IQ4_NL's, and, returned, its scale, the
+ * super-block's half d times the group's 6-bit scale minus 32 (a float
+ * exactly: an 11-bit significand times at most 32). Its values are
+ * scale * q, as gguf_dequant's. */
+float gguf_iq4xs_group(const void *block, int g, int8_t q[32]);
+
 /* The K-quants (Q3_K, Q4_K, Q5_K, Q6_K): one super-block at block decoded
  * into k (codes unsigned, lib/kernels/kquant.h); a Q3_K one as the Q6_K
  * super-block of the same values (gguf_quant.c). */
@@ -201,8 +208,9 @@ void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k);
  * tiles as (lib/kernels/kquant.h, qtile.h): Q3_K as WT_Q6K. */
 enum wtype gguf_tile_wtype(enum gguf_ttype t);
 
-/* The first super-block of n values of K-quant type t at src whose scale d
- * (or dmin) is Inf or NaN, or -1 when none is (and for other types). */
+/* The first super-block of n values of K-quant (or IQ4_XS) type t at src
+ * whose scale d (or dmin) is Inf or NaN, or -1 when none is (and for other
+ * types). */
 int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n);
 
 /* Quantizes n float32 values (a whole number of blocks) into type t at dst,

@@ -21,6 +21,11 @@
  *   IQ4_NL 32 f16 d, u8 qs[16]: as Q4_0 with each nibble an index into a
  *             table of 16 levels (-127 .. 113) instead of minus 8: so an
  *             IQ4_NL block is a Q8_0 block with those levels as its codes
+ *   IQ4_XS 256 f16 d, u16 scales_h, u8 scales_l[4], u8 qs[128]: 8 groups of
+ *             32, group g an IQ4_NL block's nibbles (qs[16g..16g+16)) with
+ *             the scale dl = d * (s - 32), s the 6 bits of nibble g of
+ *             scales_l (low) and bits 2g, 2g+1 of scales_h (high):
+ *             x = dl * level, dl exact in float32
  *   Q4_K 256  f16 d, f16 dmin, u8 scales[12] (eight 6-bit scales and mins),
  *             u8 qs[128]: sub-block 2g is the low nibbles of qs[32g..32g+32),
  *             2g+1 the high ones
@@ -142,15 +147,28 @@ static void q8_0(const unsigned char *b, float *y)
 		y[j] = d * (float)(int8_t)b[2 + j];
 }
 
-void gguf_iq4nl_codes(const void *block, int8_t q[32])
+/* The 32 levels of 16 bytes of IQ4_NL / IQ4_XS nibbles. */
+static void iq4_levels(const unsigned char *qs, int8_t q[32])
 {
 	static const int8_t level[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
 					  1, 13, 25, 38, 53, 69, 89, 113 };
-	const unsigned char *qs = (const unsigned char *)block + 2;
 	for (int j = 0; j < 16; j++) {
 		q[j] = level[qs[j] & 15];
 		q[j + 16] = level[qs[j] >> 4];
 	}
+}
+
+void gguf_iq4nl_codes(const void *block, int8_t q[32])
+{
+	iq4_levels((const unsigned char *)block + 2, q);
+}
+
+float gguf_iq4xs_group(const void *block, int g, int8_t q[32])
+{
+	const unsigned char *b = block;
+	int lo = b[4 + g / 2] >> 4 * (g % 2) & 15, hi = (b[2] | b[3] << 8) >> 2 * g & 3;
+	iq4_levels(b + 8 + 16 * g, q);
+	return half(b) * (float)((lo | hi << 4) - 32);
 }
 
 static void iq4_nl(const unsigned char *b, float *y)
@@ -160,6 +178,16 @@ static void iq4_nl(const unsigned char *b, float *y)
 	float d = half(b);
 	for (int j = 0; j < 32; j++)
 		y[j] = d * (float)q[j];
+}
+
+static void iq4_xs(const unsigned char *b, float *y)
+{
+	int8_t q[32];
+	for (int g = 0; g < 8; g++) {
+		float dl = gguf_iq4xs_group(b, g, q);
+		for (int j = 0; j < 32; j++)
+			y[32 * g + j] = dl * (float)q[j];
+	}
 }
 
 /* Scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K and
@@ -243,6 +271,8 @@ int64_t gguf_bad_scale(enum gguf_ttype t, const void *src, uint64_t n)
 	} else if (t == GGML_Q2_K) {
 		at[0] = 80;
 		at[1] = 82;
+	} else if (t == GGML_IQ4_XS) {
+		nat = 1;  /* d first */
 	} else if (t != GGML_Q4_K && t != GGML_Q5_K) {
 		return -1;
 	}
@@ -273,8 +303,8 @@ bool gguf_can_dequant(enum gguf_ttype t)
 {
 	switch (t) {
 	case GGML_F32: case GGML_F16: case GGML_BF16: case GGML_Q4_0: case GGML_Q4_1:
-	case GGML_Q5_0: case GGML_Q5_1: case GGML_Q8_0: case GGML_IQ4_NL: case GGML_Q2_K:
-	case GGML_Q3_K: case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K:
+	case GGML_Q5_0: case GGML_Q5_1: case GGML_Q8_0: case GGML_IQ4_NL: case GGML_IQ4_XS:
+	case GGML_Q2_K: case GGML_Q3_K: case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K:
 		return true;
 	default:
 		return false;
@@ -303,6 +333,7 @@ int gguf_dequant(enum gguf_ttype t, const void *src, uint64_t n, float *dst)
 	case GGML_Q5_1: block = q5_1; break;
 	case GGML_Q8_0: block = q8_0; break;
 	case GGML_IQ4_NL: block = iq4_nl; break;
+	case GGML_IQ4_XS: block = iq4_xs; break;
 	case GGML_Q2_K: block = q2_k; break;
 	case GGML_Q3_K:
 	case GGML_Q4_K:

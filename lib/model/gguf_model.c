@@ -37,7 +37,8 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 	if (t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
 		return P_Q5;
 	return t->type == GGML_Q4_0 ? P_Q4
-	       : t->type == GGML_Q8_0 || t->type == GGML_IQ4_NL ? P_Q8 : P_F32;
+	       : t->type == GGML_Q8_0 || t->type == GGML_IQ4_NL || t->type == GGML_IQ4_XS ? P_Q8
+	       : P_F32;
 }
 
 /* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
@@ -134,19 +135,24 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 	} else if (p == P_Q4 || p == P_Q8) {
 		/* A block is an f16 scale, then the 32 weights' codes (16 bytes
 		 * of int4 as our packing, or 32 of int8, or IQ4_NL's 16 bytes
-		 * of indices, whose levels are int8 codes): the codes go to
-		 * one array, the scales, widened exactly, to another. */
+		 * of indices, whose levels are int8 codes; an IQ4_XS
+		 * super-block is 8 such groups with a scale each): the codes go
+		 * to one array, the scales, widened exactly, to another. */
 		unsigned char *q = L->next;
 		float *s = (float *)(q + code_bytes(t, p));
 		size_t codes = p == P_Q4 ? Q4_BLOCK / 2 : Q4_BLOCK;
-		const unsigned char *b = t->data;
-		uint64_t bs = gguf_ttype_size(t->type);
-		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++, b += bs) {
-			s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-			if (t->type == GGML_IQ4_NL)  /* its levels are the codes */
-				gguf_iq4nl_codes(b, (int8_t *)(q + codes * k));
+		uint64_t bs = gguf_ttype_size(t->type), per = gguf_ttype_block(t->type) / Q4_BLOCK;
+		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++) {
+			const unsigned char *b = (const unsigned char *)t->data + k / per * bs;
+			int8_t *qk = (int8_t *)(q + codes * k);
+			if (t->type == GGML_IQ4_XS)
+				s[k] = gguf_iq4xs_group(b, (int)(k % per), qk);
 			else
-				memcpy(q + codes * k, b + 2, codes);
+				s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+			if (t->type == GGML_IQ4_NL)  /* its levels are the codes */
+				gguf_iq4nl_codes(b, qk);
+			else if (t->type != GGML_IQ4_XS)
+				memcpy(qk, b + 2, codes);
 			/* as qfile.c refuses a container's: the kernels would
 			 * spread it as NaN */
 			if (!isfinite(s[k]))
@@ -263,6 +269,7 @@ static void note(struct loader *L)
 	const char *sep = ": ";
 	const struct { enum gguf_ttype from; const char *to; } re[] = {
 		{ GGML_Q4_0, "int4" }, { GGML_Q8_0, "int8" }, { GGML_IQ4_NL, "int8" },
+		{ GGML_IQ4_XS, "int8" },
 		{ GGML_Q5_0, "5-bit tiles" }, { GGML_Q5_1, "5-bit tiles" },
 		{ GGML_Q4_K, "K-quant tiles" }, { GGML_Q5_K, "K-quant tiles" },
 		{ GGML_Q6_K, "K-quant tiles" }, { GGML_Q3_K, "Q6_K tiles" } };

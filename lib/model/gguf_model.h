@@ -15,6 +15,9 @@
  *   Q8_0       int8 in groups of 32 (WT_Q8 with group_size 32): the codes
  *              to one array, the f16 scales as floats to another, exactly;
  *   IQ4_NL     the same, each nibble's level (-127..113) its int8 code;
+ *   IQ4_XS     the same, each group of 32 of a super-block of 256 with its
+ *              scale (the super-block's half times the group's 6-bit scale,
+ *              a float exactly);
  *   Q5_0, Q5_1 the 5-bit tiles of lib/kernels/qtile.h (WT_Q50, WT_Q51),
  *              every block's codes and halves put in place, exactly;
  *   Q4_K, Q5_K, Q6_K  the K-quant tiles of lib/kernels/kquant.h, every

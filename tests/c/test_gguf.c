@@ -818,6 +818,10 @@ int main(void)
 	/* down: Q2_K (dequantized) in layers 0 and 1, Q3_K (in Q6_K tiles) in 2,
 	 * 3; q and up IQ4_NL (int8 in groups of 32) */
 	test_quant_model(GG "shakespeare-tiny.q2_k.gguf", 0, 8, 0, 2);
+	/* llama-quantize's IQ4_XS: down IQ4_XS (rows of 256), every other
+	 * matrix IQ4_NL (rows of 64), all int8 in groups of 32; the
+	 * embedding Q4_0 */
+	test_quant_model(GG "shakespeare-tiny.iq4_xs.gguf", 0, 28, 0, 0);
 	test_tokenizer();
 	test_q4_1_q5_1();
 	test_q5_k();
@@ -827,5 +831,6 @@ int main(void)
 	test_file(GG "shakespeare-tiny.q4_0.gguf", GG "shakespeare-tiny.q4_0.json");
 	test_file(GG "shakespeare-tiny.q4_k_m.gguf", GG "shakespeare-tiny.q4_k_m.json");
 	test_file(GG "shakespeare-tiny.q2_k.gguf", GG "shakespeare-tiny.q2_k.json");
+	test_file(GG "shakespeare-tiny.iq4_xs.gguf", GG "shakespeare-tiny.iq4_xs.json");
 	return check_done("test_gguf");
 }

@@ -90,7 +90,8 @@ cp "$model/model.safetensors" "$corpus/safetensors/tiny-model.safetensors"
 mkdir -p "$corpus/gguf"
 tests/fixtures/make-gguf.sh "$tmp/gguf"
 for f in ok llama qwen2-no-blocks overlap hole string-array-cut nested-array \
-	duplicate-key trailing q2_k-ok q3_k-ok q4_k-ok q5_k-ok q6_k-ok q6_k-cut iq4_nl-ok; do
+	duplicate-key trailing q2_k-ok q3_k-ok q4_k-ok q5_k-ok q6_k-ok q6_k-cut iq4_nl-ok \
+	iq4_xs-ok; do
 	cp "$tmp/gguf/$f.gguf" "$corpus/gguf/"
 done
 
