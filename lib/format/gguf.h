@@ -187,17 +187,13 @@ bool gguf_can_dequant(enum gguf_ttype t);
 void gguf_q5_block(enum gguf_ttype t, const void *block, uint8_t u[32], uint16_t *d,
 		   uint16_t *m);
 
-/* One IQ4_NL block's 32 values as int8 codes q (their value is d * q with
- * the block's half d, as Q8_0's): its nibbles through the format's table
- * of 16 levels. */
-void gguf_iq4nl_codes(const void *block, int8_t q[32]);
-
-/* Group g (0..7) of 32 values of one IQ4_XS super-block of 256: its int8
- * codes q, the same levels as IQ4_NL's, and, returned, its scale, the
- * super-block's half d times the group's 6-bit scale minus 32 (a float
- * exactly: an 11-bit significand times at most 32). Its values are
- * scale * q, as gguf_dequant's. */
-float gguf_iq4xs_group(const void *block, int g, int8_t q[32]);
+/* Group k (values 32k .. 32k + 31) of a Q8_0, IQ4_NL or IQ4_XS tensor's
+ * data as int8 codes q and, returned, a float scale whose products
+ * scale * q are gguf_dequant's values: Q8_0's codes and half d; IQ4_NL's
+ * nibbles through the format's table of 16 levels, and its d; IQ4_XS's
+ * the same levels, and its super-block's d times the group's 6-bit scale
+ * minus 32 (a float exactly: an 11-bit significand times at most 32). */
+float gguf_int8_group(enum gguf_ttype t, const void *data, uint64_t k, int8_t q[32]);
 
 /* The K-quants (Q3_K, Q4_K, Q5_K, Q6_K): one super-block at block decoded
  * into k (codes unsigned, lib/kernels/kquant.h); a Q3_K one as the Q6_K

@@ -158,24 +158,30 @@ static void iq4_levels(const unsigned char *qs, int8_t q[32])
 	}
 }
 
-void gguf_iq4nl_codes(const void *block, int8_t q[32])
+float gguf_int8_group(enum gguf_ttype t, const void *data, uint64_t k, int8_t q[32])
 {
-	iq4_levels((const unsigned char *)block + 2, q);
-}
-
-float gguf_iq4xs_group(const void *block, int g, int8_t q[32])
-{
-	const unsigned char *b = block;
+	const unsigned char *b = (const unsigned char *)data + k / (gguf_ttype_block(t) / 32) *
+							   gguf_ttype_size(t);
+	if (t == GGML_Q8_0) {
+		memcpy(q, b + 2, 32);
+		return half(b);
+	}
+	if (t == GGML_IQ4_NL) {
+		iq4_levels(b + 2, q);
+		return half(b);
+	}
+	int g = (int)(k % 8);
 	int lo = b[4 + g / 2] >> 4 * (g % 2) & 15, hi = (b[2] | b[3] << 8) >> 2 * g & 3;
 	iq4_levels(b + 8 + 16 * g, q);
 	return half(b) * (float)((lo | hi << 4) - 32);
 }
 
+/* IQ4_NL, IQ4_XS: one block (32 values; a super-block of 256), a group of
+ * 32 at a time. */
 static void iq4_nl(const unsigned char *b, float *y)
 {
 	int8_t q[32];
-	gguf_iq4nl_codes(b, q);
-	float d = half(b);
+	float d = gguf_int8_group(GGML_IQ4_NL, b, 0, q);
 	for (int j = 0; j < 32; j++)
 		y[j] = d * (float)q[j];
 }
@@ -184,7 +190,7 @@ static void iq4_xs(const unsigned char *b, float *y)
 {
 	int8_t q[32];
 	for (int g = 0; g < 8; g++) {
-		float dl = gguf_iq4xs_group(b, g, q);
+		float dl = gguf_int8_group(GGML_IQ4_XS, b, (uint64_t)g, q);
 		for (int j = 0; j < 32; j++)
 			y[32 * g + j] = dl * (float)q[j];
 	}

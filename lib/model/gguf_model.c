@@ -140,19 +140,15 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		 * to one array, the scales, widened exactly, to another. */
 		unsigned char *q = L->next;
 		float *s = (float *)(q + code_bytes(t, p));
-		size_t codes = p == P_Q4 ? Q4_BLOCK / 2 : Q4_BLOCK;
-		uint64_t bs = gguf_ttype_size(t->type), per = gguf_ttype_block(t->type) / Q4_BLOCK;
 		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++) {
-			const unsigned char *b = (const unsigned char *)t->data + k / per * bs;
-			int8_t *qk = (int8_t *)(q + codes * k);
-			if (t->type == GGML_IQ4_XS)
-				s[k] = gguf_iq4xs_group(b, (int)(k % per), qk);
-			else
+			if (p == P_Q4) {
+				const unsigned char *b = (const unsigned char *)t->data +
+							 k * gguf_ttype_size(t->type);
 				s[k] = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-			if (t->type == GGML_IQ4_NL)  /* its levels are the codes */
-				gguf_iq4nl_codes(b, qk);
-			else if (t->type != GGML_IQ4_XS)
-				memcpy(qk, b + 2, codes);
+				memcpy(q + Q4_BLOCK / 2 * k, b + 2, Q4_BLOCK / 2);
+			} else {
+				s[k] = gguf_int8_group(t->type, t->data, k, (int8_t *)q + Q4_BLOCK * k);
+			}
 			/* as qfile.c refuses a container's: the kernels would
 			 * spread it as NaN */
 			if (!isfinite(s[k]))

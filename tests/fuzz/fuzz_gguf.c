@@ -5,11 +5,10 @@
  * tensors tile the data section in offset order, and its names are
  * unique; a small K-quant (Q3_K as Q6_K), Q5_0 or Q5_1 tensor repacked
  * into the kernels' tiles (lib/kernels/kquant.h, qtile.h) reads back as
- * gguf_dequant's values, bitwise, and an IQ4_NL or IQ4_XS one's int8 groups
- * (as the loader makes them) give its values as scale * code. */
+ * gguf_dequant's values, bitwise, and a Q8_0, IQ4_NL or IQ4_XS one's int8
+ * groups (as the loader makes them) give its values as scale * code. */
 #include "fuzz.h"
 #include "sample/sampler.h"
-#include "core/bf16.h"
 #include "format/gguf.h"
 #include "format/gguf_arch.h"
 #include "kernels/matmul.h"
@@ -59,22 +58,14 @@ static void check_tiles(const struct gguf_tensor *t, const float *v)
 	FUZZ_CHECK(bad >= -1 && bad < (int64_t)(t->nelem / KQ_SB) && (kq || bad == -1));
 }
 
-/* t (IQ4_NL or IQ4_XS) as the loader holds it, int8 groups of 32 with a
- * float scale each: every group's scale * code is v's value, bitwise. */
+/* t (Q8_0, IQ4_NL or IQ4_XS) as the loader holds it, int8 groups of 32
+ * with a float scale each (gguf_int8_group): every group's scale * code is
+ * v's value, bitwise. */
 static void check_groups(const struct gguf_tensor *t, const float *v)
 {
-	uint64_t per = gguf_ttype_block(t->type) / 32;
 	for (uint64_t k = 0; k < t->nelem / 32; k++) {
-		const unsigned char *b = (const unsigned char *)t->data +
-					 k / per * gguf_ttype_size(t->type);
 		int8_t q[32];
-		float s;
-		if (t->type == GGML_IQ4_XS) {
-			s = gguf_iq4xs_group(b, (int)(k % per), q);
-		} else {
-			gguf_iq4nl_codes(b, q);
-			s = f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-		}
+		float s = gguf_int8_group(t->type, t->data, k, q);
 		for (int j = 0; j < 32; j++) {
 			float x = s * (float)q[j];
 			FUZZ_CHECK(!memcmp(&x, &v[32 * k + (uint64_t)j], sizeof x));
@@ -143,7 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    t->type == GGML_Q5_K || t->type == GGML_Q6_K ||
 				    t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
 					check_tiles(t, v);
-				if (t->type == GGML_IQ4_NL || t->type == GGML_IQ4_XS)
+				if (t->type == GGML_Q8_0 || t->type == GGML_IQ4_NL ||
+				    t->type == GGML_IQ4_XS)
 					check_groups(t, v);
 				int64_t bad = gguf_bad_scale(t->type, t->data, t->nelem);
 				FUZZ_CHECK(bad >= -1 && bad < (int64_t)(t->nelem / KQ_SB));
