@@ -37,7 +37,7 @@ rejects() {
 }
 
 @test "st-inspect --json: offsets, bytes, types and shapes are those llama.cpp's reader read" {
-	for q in bf16 q4_0 q4_k_m iq4_xs; do
+	for q in bf16 q4_0 q4_k_m iq4_xs iq4_nl; do
 		run -0 st-inspect --json "$GG/shakespeare-tiny.$q.gguf"
 		mine=$(jq -c '[.tensors[] | [.name, .dtype, .offset, .bytes, (.shape | reverse)]] | sort' <<<"$output")
 		theirs=$(jq -c '[.tensors[] | [.name, .type, .offset, .n_bytes, .ne]] | sort' \
@@ -73,7 +73,7 @@ rejects() {
 }
 
 @test "st-inspect --check reads every tensor of every type" {
-	for q in bf16 q4_0 q4_k_m iq4_xs; do
+	for q in bf16 q4_0 q4_k_m iq4_xs iq4_nl; do
 		run -0 st-inspect --check "$GG/shakespeare-tiny.$q.gguf"
 		assert_output "checked 50 tensors, 9,970,752 values: 0 NaN, 0 Inf"
 	done
@@ -153,6 +153,8 @@ rejects() {
 	[[ $stderr == *"GGUF: 3 Q8_0 matrices repacked as int8 (exact), 22 Q5_0 matrices repacked as 5-bit tiles (exact), 2 Q4_K matrices repacked as K-quant tiles (exact), 2 Q6_K matrices repacked as K-quant tiles (exact)"* ]]
 	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.q4_k_m.gguf" --score --f32 <<<"1 2 3"
 	[[ $stderr == *"GGUF: 22 Q5_0 dequantized to float32 (exact), 3 Q8_0 dequantized to float32 (exact), 2 Q4_K dequantized to float32 (exact), 2 Q6_K dequantized to float32 (exact)"* ]]
+	run --separate-stderr -0 forward -v "$GG/shakespeare-tiny.iq4_xs.gguf" --score <<<"1 2 3"
+	[[ $stderr == *"GGUF: 1 Q4_0 matrix repacked as int4 (exact), 24 IQ4_NL matrices repacked as 4-bit tiles (exact), 4 IQ4_XS matrices repacked as 4-bit tiles (exact)"* ]]
 }
 
 @test "a GGUF file without general.sampling.* samples with Qwen2.5's or llama.cpp's defaults" {

@@ -19,7 +19,7 @@ static const char *precision_of(const struct wmat *w)
 	static const char *names[] = { [WT_F32] = "f32", [WT_BF16] = "bf16", [WT_Q8] = "int8",
 				       [WT_Q4] = "int4", [WT_F16] = "f16", [WT_Q4K] = "q4_k",
 				       [WT_Q5K] = "q5_k", [WT_Q6K] = "q6_k", [WT_Q50] = "q5_0",
-				       [WT_Q51] = "q5_1" };
+				       [WT_Q51] = "q5_1", [WT_IQ4] = "iq4" };
 	return names[w->type];
 }
 
@@ -214,14 +214,15 @@ int bench_kernel_gbs(const struct kernels *k, const struct wmat *like, int act8,
 	struct wmat w = { .type = type, .rows = rows, .cols = cols, .data = data,
 			  .scales = scales, .group_size = group_size };
 	/* the types quantize cannot make: the first rows of like */
-	int from_file = kq_is(type) || wt_is_q5(type);
+	int from_file = kq_is(type) || wt_is_q5(type) || type == WT_IQ4;
 	if (from_file && (like->cols != cols || like->rows < rows)) {
 		err_set(e, "a %dx%d kernel test cannot take rows of a %dx%d matrix", rows, cols,
 			like->rows, like->cols);
 		goto done;
 	}
 	if (from_file)
-		w = (struct wmat){ .type = type, .rows = rows, .cols = cols, .data = like->data };
+		w = (struct wmat){ .type = type, .rows = rows, .cols = cols, .data = like->data,
+				   .tiled = like->tiled };
 	else if (type == WT_F32)
 		memcpy(data, wf, n * sizeof *wf);
 	else if (type == WT_BF16 || type == WT_F16)

@@ -195,13 +195,19 @@ void gguf_q5_block(enum gguf_ttype t, const void *block, uint8_t u[32], uint16_t
  * minus 32 (a float exactly: an 11-bit significand times at most 32). */
 float gguf_int8_group(enum gguf_ttype t, const void *data, uint64_t k, int8_t q[32]);
 
+/* The same group of an IQ4_NL or IQ4_XS tensor as its 16 nibbles' indices
+ * u (0..15; the codes are lib/kernels/qtile.h's qtile_iq4_level[u]) and,
+ * returned, the same scale. */
+float gguf_iq4_group(enum gguf_ttype t, const void *data, uint64_t k, uint8_t u[32]);
+
 /* The K-quants (Q3_K, Q4_K, Q5_K, Q6_K): one super-block at block decoded
  * into k (codes unsigned, lib/kernels/kquant.h); a Q3_K one as the Q6_K
  * super-block of the same values (gguf_quant.c). */
 void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k);
 
-/* The matrix type a K-quant (but Q2_K), Q5_0 or Q5_1 tensor is put into
- * tiles as (lib/kernels/kquant.h, qtile.h): Q3_K as WT_Q6K. */
+/* The matrix type a K-quant (but Q2_K), Q5_0, Q5_1, IQ4_NL or IQ4_XS
+ * tensor is put into tiles as (lib/kernels/kquant.h, qtile.h): Q3_K as
+ * WT_Q6K, both IQ4 types as WT_IQ4. */
 enum wtype gguf_tile_wtype(enum gguf_ttype t);
 
 /* The first super-block of n values of K-quant (or IQ4_XS) type t at src

@@ -19,8 +19,9 @@
  *   Q5_1  32  f16 d, f16 m, u32 qh, u8 qs[16]: as Q5_0 without the -16, plus m
  *   Q8_0  32  f16 d, i8 qs[32]
  *   IQ4_NL 32 f16 d, u8 qs[16]: as Q4_0 with each nibble an index into a
- *             table of 16 levels (-127 .. 113) instead of minus 8: so an
- *             IQ4_NL block is a Q8_0 block with those levels as its codes
+ *             table of 16 levels (-127 .. 113, qtile.h's qtile_iq4_level)
+ *             instead of minus 8: so an IQ4_NL block is a Q8_0 block with
+ *             those levels as its codes
  *   IQ4_XS 256 f16 d, u16 scales_h, u8 scales_l[4], u8 qs[128]: 8 groups of
  *             32, group g an IQ4_NL block's nibbles (qs[16g..16g+16)) with
  *             the scale dl = d * (s - 32), s the 6 bits of nibble g of
@@ -51,6 +52,7 @@
 #include "format/gguf.h"
 #include "core/bf16.h"
 #include "kernels/kquant.h"
+#include "kernels/qtile.h"
 
 #include <float.h>
 #include <math.h>
@@ -147,33 +149,41 @@ static void q8_0(const unsigned char *b, float *y)
 		y[j] = d * (float)(int8_t)b[2 + j];
 }
 
-/* The 32 levels of 16 bytes of IQ4_NL / IQ4_XS nibbles. */
-static void iq4_levels(const unsigned char *qs, int8_t q[32])
+/* The block of type t that holds group k (values 32k .. 32k + 31). */
+static const unsigned char *group_block(enum gguf_ttype t, const void *data, uint64_t k)
 {
-	static const int8_t level[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
-					  1, 13, 25, 38, 53, 69, 89, 113 };
-	for (int j = 0; j < 16; j++) {
-		q[j] = level[qs[j] & 15];
-		q[j + 16] = level[qs[j] >> 4];
+	return (const unsigned char *)data + k / (gguf_ttype_block(t) / 32) * gguf_ttype_size(t);
+}
+
+float gguf_iq4_group(enum gguf_ttype t, const void *data, uint64_t k, uint8_t u[32])
+{
+	const unsigned char *b = group_block(t, data, k), *qs = b + 2;
+	float s = half(b);
+	if (t == GGML_IQ4_XS) {
+		int g = (int)(k % 8);
+		int lo = b[4 + g / 2] >> 4 * (g % 2) & 15, hi = (b[2] | b[3] << 8) >> 2 * g & 3;
+		qs = b + 8 + 16 * g;
+		s *= (float)((lo | hi << 4) - 32);
 	}
+	for (int j = 0; j < 16; j++) {
+		u[j] = qs[j] & 15;
+		u[j + 16] = qs[j] >> 4;
+	}
+	return s;
 }
 
 float gguf_int8_group(enum gguf_ttype t, const void *data, uint64_t k, int8_t q[32])
 {
-	const unsigned char *b = (const unsigned char *)data + k / (gguf_ttype_block(t) / 32) *
-							   gguf_ttype_size(t);
 	if (t == GGML_Q8_0) {
+		const unsigned char *b = group_block(t, data, k);
 		memcpy(q, b + 2, 32);
 		return half(b);
 	}
-	if (t == GGML_IQ4_NL) {
-		iq4_levels(b + 2, q);
-		return half(b);
-	}
-	int g = (int)(k % 8);
-	int lo = b[4 + g / 2] >> 4 * (g % 2) & 15, hi = (b[2] | b[3] << 8) >> 2 * g & 3;
-	iq4_levels(b + 8 + 16 * g, q);
-	return half(b) * (float)((lo | hi << 4) - 32);
+	uint8_t u[32];
+	float s = gguf_iq4_group(t, data, k, u);
+	for (int j = 0; j < 32; j++)
+		q[j] = qtile_iq4_level[u[j]];
+	return s;
 }
 
 /* IQ4_NL, IQ4_XS: one block (32 values; a super-block of 256), a group of
@@ -214,7 +224,7 @@ enum wtype gguf_tile_wtype(enum gguf_ttype t)
 {
 	return t == GGML_Q4_K ? WT_Q4K : t == GGML_Q5_K ? WT_Q5K
 	       : t == GGML_Q6_K || t == GGML_Q3_K ? WT_Q6K
-	       : t == GGML_Q5_0 ? WT_Q50 : WT_Q51;
+	       : t == GGML_Q5_0 ? WT_Q50 : t == GGML_Q5_1 ? WT_Q51 : WT_IQ4;
 }
 
 void gguf_kdecode(enum gguf_ttype t, const void *block, struct kq_block *k)

@@ -197,12 +197,14 @@ static kern_mm_fn *const mm_f32act[WT_COUNT][CPU_AVX512 + 1] = {
 	[WT_Q6K] = { kq_mm_scalar, kq_mm_avx2, kq_mm_avx512 },
 	[WT_Q50] = { kq_mm_scalar, kq_mm_avx2, kq_mm_avx512 },
 	[WT_Q51] = { kq_mm_scalar, kq_mm_avx2, kq_mm_avx512 },
+	[WT_IQ4] = { kq_mm_scalar, kq_mm_avx2, kq_mm_avx512 },
 };
 static kern_mm_fn *const mm_q8act[WT_COUNT][ISA_VNNI + 1] = {
 	[WT_Q8] = { qtile_mm_scalar, qtile_mm_avx2, qtile_mm_vnni },
 	[WT_Q4] = { qtile_mm_scalar, qtile_mm_avx2, qtile_mm_vnni },
 	[WT_Q50] = { qtile_mm_scalar, qtile_mm_avx2, qtile_mm_vnni },
 	[WT_Q51] = { qtile_mm_scalar, qtile_mm_avx2, qtile_mm_vnni },
+	[WT_IQ4] = { qtile_mm_scalar, qtile_mm_avx2, qtile_mm_vnni },
 	[WT_Q4K] = { kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni },
 	[WT_Q5K] = { kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni },
 	[WT_Q6K] = { kq_q8a_scalar, kq_q8a_avx2, kq_q8a_vnni },

@@ -2,6 +2,7 @@
  * x86-64 (no FMA), so every product and sum of the dequantization is
  * rounded on its own, as ggml's is. */
 #include "kernels/kquant.h"
+#include "kernels/matmul.h"
 #include "kernels/qtile.h"
 
 #include <string.h>
@@ -126,8 +127,8 @@ void kq_dequant_row(const struct wmat *w, int r, float *out)
 }
 
 /* The exact mode on f32, a level's float32 product: a block of rows
- * dequantized into a buffer on the stack, then multiplied there. Q5_0 and
- * Q5_1 (lib/kernels/qtile.h) run it too. */
+ * dequantized into a buffer on the stack, then multiplied there. Q5_0,
+ * Q5_1 and IQ4 (lib/kernels/qtile.h) run it too. */
 static inline __attribute__((always_inline)) void kq_exact(const struct kern_mm *m,
 							    kern_mm_fn *f32)
 {
@@ -137,10 +138,7 @@ static inline __attribute__((always_inline)) void kq_exact(const struct kern_mm 
 	for (int r = m->r0; r < m->r1; r += n) {
 		int rows = m->r1 - r < n ? m->r1 - r : n;
 		for (int i = 0; i < rows; i++)
-			if (kq_is(w->type))
-				kq_dequant_row(w, r + i, buf + (size_t)i * (size_t)w->cols);
-			else
-				qtile_q5_row(w, r + i, buf + (size_t)i * (size_t)w->cols);
+			kern_row(w, r + i, buf + (size_t)i * (size_t)w->cols);
 		struct wmat d = { .type = WT_F32, .rows = rows, .cols = w->cols, .data = buf };
 		f32(&(struct kern_mm){ .y = m->y + r, .ldy = m->ldy, .w = &d, .r0 = 0, .r1 = rows,
 				       .x = m->x, .ldx = m->ldx, .T = m->T });

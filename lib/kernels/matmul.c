@@ -11,8 +11,8 @@ void kern_row(const struct wmat *w, int r, float *out)
 {
 	if (kq_is(w->type))
 		kq_dequant_row(w, r, out);
-	else if (wt_is_q5(w->type))
-		qtile_q5_row(w, r, out);
+	else if (wt_is_q5(w->type) || w->type == WT_IQ4)
+		qtile_gguf_row(w, r, out);
 	else if (wmat_is_int(w))
 		quant_dequant_row(w, r, 0, w->cols, out);
 	else if (w->tiled)

@@ -117,6 +117,8 @@ int qtile_code(const struct wmat *w, int r, int c)
 	int u = hi ? byte >> 4 : byte & 15;
 	if (w->type == WT_Q4)
 		return u - 8;
+	if (w->type == WT_IQ4)
+		return qtile_iq4_level[u];
 	u |= hb_get(t + codes_at(w->type, QT_F16, c / Q8A_BLOCK) + 256, l, c % Q8A_BLOCK, 1);
 	return w->type == WT_Q50 ? u - 16 : u;
 }
@@ -146,6 +148,18 @@ float qtile_scale(const struct wmat *w, int r, int c)
 	float f;
 	memcpy(&f, t + at, sizeof f);
 	return f;
+}
+
+/* A block's scale sc into its place at, as a half (exactly, QT_F16) or a
+ * float. */
+static void put_scale(uint8_t *at, enum qtile_scales s, float sc)
+{
+	if (s == QT_F16) {
+		uint16_t h = f32_to_f16(sc);
+		memcpy(at, &h, 2);
+	} else {
+		memcpy(at, &sc, sizeof sc);
+	}
 }
 
 /* Row r of src into the codes of its tile t (scales s), as lane l. Four
@@ -197,15 +211,8 @@ void qtile_pack_rows(const struct wmat *src, enum qtile_scales s, void *dst, int
 			int r = r0 + l;
 			if (s == QT_ROW)
 				memcpy(p + scale_at(type, s, 0, l), &src->scales[r], sizeof(float));
-			for (int b = 0; b < nb && s != QT_ROW; b++) {
-				float sc = quant_scale(src, r, b * Q8A_BLOCK);
-				if (s == QT_F16) {
-					uint16_t h = f32_to_f16(sc);
-					memcpy(p + scale_at(type, s, b, l), &h, 2);
-				} else {
-					memcpy(p + scale_at(type, s, b, l), &sc, sizeof sc);
-				}
-			}
+			for (int b = 0; b < nb && s != QT_ROW; b++)
+				put_scale(p + scale_at(type, s, b, l), s, quant_scale(src, r, b * Q8A_BLOCK));
 			pack_row(src, s, r, p, l, zero);
 		}
 	}
@@ -245,42 +252,58 @@ void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t 
 	hb_put(codes + 256, l, u, 1);
 }
 
-/* Row l of a Q5 tile's block at codes, scale s (and min mn), into o[32]:
- * chunk k holds columns 4k + j and 16 + 4k + j in the nibbles of byte
- * 4l + j, the high vector after the chunks their fifth bits. */
-static inline void q5_block_row(const uint8_t *codes, int l, float s, float mn, const int q51,
-				float *o)
+void qtile_iq4_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
+		   float s)
+{
+	enum qtile_scales sk = scales_of(w);
+	uint8_t *t = (uint8_t *)data + (size_t)(r / QTILE_ROWS) * qtile_tile_bytes(WT_IQ4, w->cols, sk);
+	put_scale(t + scale_at(WT_IQ4, sk, b, r % QTILE_ROWS), sk, s);
+	qtile_put_nibbles(t + codes_at(WT_IQ4, sk, b), r % QTILE_ROWS, u);
+}
+
+/* Row l of a Q5 or IQ4 tile's block at codes, scale s (and Q5_1's min
+ * mn), into o[32]: chunk k holds columns 4k + j and 16 + 4k + j in the
+ * nibbles of byte 4l + j, Q5's high vector after the chunks their fifth
+ * bits. */
+static inline void block_row(const uint8_t *codes, int l, float s, float mn,
+			     const enum wtype type, float *o)
 {
 	for (int k = 0; k < 4; k++) {
 		uint32_t q;
 		memcpy(&q, codes + 64 * k + 4 * l, 4);
-		for (int j = 0; j < 4; j++) {
-			int u0 = (int)(q >> (8 * j) & 15) | hb_get(codes + 256, l, 4 * k + j, 1);
-			int u1 = (int)(q >> (8 * j + 4) & 15) | hb_get(codes + 256, l, 16 + 4 * k + j, 1);
-			if (q51) {
-				float p0 = s * (float)u0, p1 = s * (float)u1;
-				o[4 * k + j] = p0 + mn;
-				o[16 + 4 * k + j] = p1 + mn;
-			} else {
-				o[4 * k + j] = s * (float)(u0 - 16);
-				o[16 + 4 * k + j] = s * (float)(u1 - 16);
+		for (int j = 0; j < 4; j++)
+			for (int h = 0; h < 2; h++) {
+				int c = 16 * h + 4 * k + j, u = (int)(q >> (8 * j + 4 * h) & 15);
+				if (type == WT_IQ4) {
+					o[c] = s * (float)qtile_iq4_level[u];
+					continue;
+				}
+				u |= hb_get(codes + 256, l, c, 1);
+				if (type == WT_Q51) {
+					float p = s * (float)u;
+					o[c] = p + mn;
+				} else {
+					o[c] = s * (float)(u - 16);
+				}
 			}
-		}
 	}
 }
 
-void qtile_q5_row(const struct wmat *w, int r, float *out)
+void qtile_gguf_row(const struct wmat *w, int r, float *out)
 {
+	enum qtile_scales sk = scales_of(w);
 	int nb = nblocks(w->cols), l = r % QTILE_ROWS;
 	const uint8_t *t = tile_at(w, r);
 	for (int b = 0; b < nb; b++) {
-		size_t at = scale_at(w->type, QT_F16, b, l);
-		const uint8_t *codes = t + codes_at(w->type, QT_F16, b);
+		size_t at = scale_at(w->type, sk, b, l);
+		const uint8_t *codes = t + codes_at(w->type, sk, b);
+		float s = qtile_scale(w, r, b * Q8A_BLOCK);
 		if (w->type == WT_Q51)
-			q5_block_row(codes, l, half_at(t, at), half_at(t, at + QTILE_MINS), 1,
-				     out + 32 * b);
+			block_row(codes, l, s, half_at(t, at + QTILE_MINS), WT_Q51, out + 32 * b);
+		else if (w->type == WT_Q50)
+			block_row(codes, l, s, 0, WT_Q50, out + 32 * b);
 		else
-			q5_block_row(codes, l, half_at(t, at), 0, 0, out + 32 * b);
+			block_row(codes, l, s, 0, WT_IQ4, out + 32 * b);
 	}
 }
 

@@ -45,6 +45,11 @@
  * (lib/kernels/highbits.h, which kquant.h's Q5_K and Q6_K share).
  * Padding rows are all zero bytes (scale 0).
  *
+ * WT_IQ4 (GGUF's IQ4_NL and IQ4_XS, put in tiles at load, always tiled)
+ * takes int4's layout, QT_F16 scales for IQ4_NL (its halves d) and QT_F32
+ * for IQ4_XS (d times a 6-bit scale minus 32: a float, rarely a half); its
+ * nibbles u are indices, and the codes are qtile_iq4_level[u] (-127..113).
+ *
  * The canonical order (every level gives these bits): for row r and an
  * input a (codes a.q, block scales a.s), acc starts at +0 and for each
  * block b in increasing order
@@ -57,7 +62,7 @@
  * m' = a.s[b] * m[r][b] rounded to float. Integer sums are exact in any
  * order, so the kernels may form d however suits them (the unsigned codes
  * times the codes, minus 128, 8 or 16 times the block's code sum
- * a.sums[b]).
+ * a.sums[b]; WT_IQ4's levels looked up plus 128, as int8's).
  */
 #ifndef QTILE_H
 #define QTILE_H
@@ -77,11 +82,15 @@
 /* The scales of a tiled matrix (w->tiled - 1). */
 enum qtile_scales { QT_ROW, QT_F32, QT_F16 };
 
-/* The bytes of one block's codes: int4's nibbles, Q5's nibbles and fifth
- * bits, int8's. */
+/* IQ4_NL's and IQ4_XS's 16 levels, the codes of WT_IQ4's indices. */
+static const int8_t qtile_iq4_level[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+					    1,    13,   25,  38,  53,  69,  89,  113 };
+
+/* The bytes of one block's codes: int4's and WT_IQ4's nibbles, Q5's
+ * nibbles and fifth bits, int8's. */
 static inline size_t qtile_code_bytes(enum wtype type)
 {
-	return type == WT_Q4 ? 256 : wt_is_q5(type) ? 256 + HB_VECTOR : 512;
+	return type == WT_Q4 || type == WT_IQ4 ? 256 : wt_is_q5(type) ? 256 + HB_VECTOR : 512;
 }
 
 /* The blocks of a group (G above): as many as fill a line with their
@@ -134,16 +143,24 @@ static inline void qtile_put_nibbles(uint8_t *nib, int l, const uint8_t c[32])
 /* Q5_0 and Q5_1: the bytes of a rows x cols matrix (cols a multiple of
  * 32); block b of row r (its 32 codes u, its halves d and m; m unused for
  * WT_Q50) into data (w->data's buffer, writable, qtile_q5_bytes long and
- * zeroed first); row r dequantized (w = d * (u - 16), or fl(d * u) + m,
- * each step rounded to float). */
+ * zeroed first). */
 size_t qtile_q5_bytes(enum wtype type, int rows, int cols);
 void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
 		  uint16_t d, uint16_t m);
-void qtile_q5_row(const struct wmat *w, int r, float *out);
+
+/* WT_IQ4 (w->tiled set): block b of row r (its 32 indices u, its scale
+ * s, a half exactly for QT_F16) into data (w->data's buffer, writable,
+ * qtile_bytes long and zeroed first). */
+void qtile_iq4_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
+		   float s);
+
+/* Row r of a Q5_0, Q5_1 or WT_IQ4 matrix dequantized: d * (u - 16),
+ * fl(d * u) + m, s * level[u], each step rounded to float. */
+void qtile_gguf_row(const struct wmat *w, int r, float *out);
 
 /* The product (y[t * ldy + r] for r in [r0, r1) and t < T from the
  * inputs a[t], each w->cols long, in the order above) is the entry
- * mm[WT_Q4, WT_Q8, WT_Q50 or WT_Q51][KA_Q8] of each level's kernel table
+ * mm[WT_Q4, WT_Q8, WT_Q50, WT_Q51 or WT_IQ4][KA_Q8] of each level's kernel table
  * (lib/kernels/kernels.h), reached through kern_matmul
  * (lib/kernels/matmul.h): AVX-512 with VNNI, AVX2, or the scalar
  * reference. */

@@ -7,7 +7,8 @@
  * magnitude), pairs summed in 16 bits over the block's 8 quads (at most
  * 8 x 2 x 15 x 127 = 30480), then -8 times the block sum; int8, |q| times
  * the codes with q's sign moved onto them (pairs at most 2 x 127 x 127),
- * each quad widened to 32 bits; Q5, its codes (at most 31) likewise, low
+ * each quad widened to 32 bits; IQ4, its levels (vpshufb of the nibbles)
+ * as int8's codes; Q5, its codes (at most 31) likewise, low
  * and high nibbles in sums of their own (at most 4 x 2 x 31 x 127 =
  * 31496), the fifth bits put in from the block's high vector
  * (highbits.h). The float steps are qtile.h's. */
@@ -30,6 +31,23 @@ static inline __attribute__((always_inline)) __m256i
 block_sum(const uint8_t *codes, int h, const int8_t *q, int32_t sum, const enum wtype type)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
+	if (type == WT_IQ4) {
+		const __m256i lo = _mm256_set1_epi8(15), lut = _mm256_broadcastsi128_si256(
+			_mm_loadu_si128((const __m128i *)qtile_iq4_level));
+		__m256i d = _mm256_setzero_si256();
+		_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+			__m256i v = _mm256_load_si256((const __m256i *)(codes + 64 * k + 32 * h));
+			__m256i w0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, lo));
+			__m256i w1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), lo));
+			__m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(w0),
+							  _mm256_sign_epi8(quad(q + 4 * k), w0));
+			__m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(w1),
+							  _mm256_sign_epi8(quad(q + 16 + 4 * k), w1));
+			d = _mm256_add_epi32(d, _mm256_add_epi32(_mm256_madd_epi16(p0, ones),
+								 _mm256_madd_epi16(p1, ones)));
+		}
+		return d;
+	}
 	if (type != WT_Q8) {
 		const int q5 = wt_is_q5(type);
 		const int off = type == WT_Q4 ? -8 : type == WT_Q50 ? -16 : 0;

@@ -9,7 +9,9 @@
  * rows. The int4 high nibbles go in unshifted (16 times the code), into a
  * sum of their own that one exact shift divides by 16. Q5's nibbles are
  * unpacked as int4's, shifted, and the block's vector of fifth bits adds
- * them (highbits.h: a shift and a vpternlogd a vector). */
+ * them (highbits.h: a shift and a vpternlogd a vector). IQ4's nibbles,
+ * unpacked as Q5's, become their levels plus 128 by one vpshufb each, and
+ * then go in as int8's codes. */
 #include "kernels/qtile_isa.h"
 #include "kernels/prefetch.h"
 
@@ -29,10 +31,15 @@ static inline __attribute__((always_inline)) void
 tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float *y, int ldy,
      int rbase, __mmask16 m, const enum wtype type, const enum qtile_scales s, const int NT)
 {
-	const int q4 = type == WT_Q4, q5 = wt_is_q5(type), G = qtile_group(type, s);
+	const int q4 = type == WT_Q4, q5 = wt_is_q5(type), iq4 = type == WT_IQ4;
+	const int nib = q4 || q5 || iq4, G = qtile_group(type, s);
 	const size_t cb = qtile_code_bytes(type);
 	const uint8_t *line = p, *codes = p + QTILE_LINE;
 	const int off = q4 ? -8 : type == WT_Q50 ? -16 : type == WT_Q51 ? 0 : -128;
+	__m512i lut = _mm512_setzero_si512();  /* WT_IQ4: the levels plus 128 */
+	if (iq4)
+		lut = _mm512_broadcast_i32x4(_mm_add_epi8(
+			_mm_loadu_si128((const __m128i *)qtile_iq4_level), _mm_set1_epi8((char)128)));
 	__m512 acc[8];  /* NT <= 8; not acc[NT], which GCC keeps in memory */
 	_Pragma("GCC unroll 8") for (int t = 0; t < NT; t++)
 		acc[t] = _mm512_setzero_ps();
@@ -42,7 +49,7 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 			prefetch_lines(G && b % G == 0 ? line : codes,
 				       cb + (G && b % G == 0 ? QTILE_LINE : 0));
 		__m512i u[8];
-		if (q4 || q5) {
+		if (nib) {
 			const __m512i lo = _mm512_set1_epi8(15), hi = _mm512_set1_epi8((char)0xf0);
 			_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
 				__m512i v = _mm512_load_si512(codes + 64 * k);
@@ -59,6 +66,9 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
 				u[k] = hb_merge512(u[k], h, k, 1);
 		}
+		if (iq4)
+			_Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+				u[k] = _mm512_shuffle_epi8(lut, u[k]);
 		__m512 ws = _mm512_setzero_ps(), wm = _mm512_setzero_ps();
 		if (s == QT_F32)
 			ws = _mm512_load_ps((const float *)line);
@@ -71,7 +81,7 @@ tile(const uint8_t *p, const struct qtile_geom *g, const struct q8act *a, float 
 			const int8_t *q = a[t].q + (size_t)b * Q8A_BLOCK;
 			__m512i d0 = _mm512_set1_epi32(off * a[t].sums[b]);
 			__m512i d1 = _mm512_setzero_si512();
-			if (q4 || q5) {
+			if (nib) {
 				_Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
 					d0 = _mm512_dpbusd_epi32(d0, u[k], quad(q + 4 * k));
 					d1 = _mm512_dpbusd_epi32(d1, u[k + 4], quad(q + 4 * k + 16));

@@ -26,6 +26,11 @@
  *            5-bit codes u with a half d (and m) per 32 weights, always in
  *            the tiles of lib/kernels/qtile.h (tiled is 0: the type says
  *            so); no scales array
+ *   WT_IQ4   GGUF's IQ4_NL and IQ4_XS (w = s * level[u]), 4-bit indices u
+ *            into the 16 levels of qtile.h's qtile_iq4_level, with a scale
+ *            s per 32 weights, always in the tiles of lib/kernels/qtile.h,
+ *            tiled 1 + the kind of its scales (halves for IQ4_NL, floats
+ *            for IQ4_XS); no scales array
  *
  * Interleaved rows (il = 1; WT_F32, WT_BF16, WT_F16, and WT_Q8 with a
  * scale per row; rows a multiple of 4 and cols of WMAT_IL_COLS): the rows
@@ -58,7 +63,7 @@
  * inputs, and it read at two thirds of the speed of the shorter rows
  * (docs/performance.md, "Long rows in panels").
  *
- * Tiled (tiled != 0; WT_Q8 and WT_Q4): the layout of the int8-activation
+ * Tiled (tiled != 0; WT_Q8 and WT_Q4, and WT_IQ4 always): the layout of the int8-activation
  * kernels, rows in tiles of 16, scales inside the tiles, defined in
  * lib/kernels/qtile.h; scales is NULL then. WT_BF16 tiled (tiled 1): the
  * layout of the bf16-activation kernels, rows in tiles of 64, defined in
@@ -71,8 +76,9 @@
 
 /* WT_F32 .. WT_Q4 are also the type codes of a container's tensors (0 to
  * 3, lib/format/qfile.h); a container holds no WT_F16 and no K-quant. */
-enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16, WT_Q4K, WT_Q5K, WT_Q6K, WT_Q50, WT_Q51 };
-#define WT_COUNT (WT_Q51 + 1)
+enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16, WT_Q4K, WT_Q5K, WT_Q6K, WT_Q50, WT_Q51,
+	     WT_IQ4 };
+#define WT_COUNT (WT_IQ4 + 1)
 
 struct wmat {
 	enum wtype type;
@@ -83,7 +89,8 @@ struct wmat {
 	int il;               /* 0, or rows interleaved (1), in column panels (2)
 			       * (see above) */
 	int tiled;            /* WT_Q8, WT_Q4: 0, or repacked into tiles for the
-			       * int8-activation kernels (lib/kernels/qtile.h);
+			       * int8-activation kernels (lib/kernels/qtile.h),
+			       * 1 + the kind of their scales, as WT_IQ4's;
 			       * WT_BF16: 0, or 1 for the bf16-activation ones
 			       * (lib/kernels/btile.h) */
 };
@@ -177,16 +184,16 @@ static inline int wmat_can_panel(const struct wmat *w)
 	return (w->type == WT_BF16 || w->type == WT_F16) && w->cols > WMAT_PANEL_COLS;
 }
 
-/* Whether w stores integers (WT_Q8, WT_Q4, the K-quants, Q5_0 and Q5_1):
- * the matrices that int8 activations multiply. */
+/* Whether w stores integers (WT_Q8, WT_Q4, the K-quants, Q5_0, Q5_1,
+ * WT_IQ4): the matrices that int8 activations multiply. */
 static inline int wmat_is_int(const struct wmat *w)
 {
 	return w->type == WT_Q8 || w->type == WT_Q4 || w->type >= WT_Q4K;
 }
 
 /* Whether w is an int8 or int4 matrix, the ones qtile (lib/kernels/qtile.h)
- * repacks for int8 activations; the K-quants, Q5_0 and Q5_1 are tiled from
- * the start and run either way. */
+ * repacks for int8 activations; the K-quants, Q5_0, Q5_1 and the IQ4 types
+ * are tiled from the start and run either way. */
 static inline int wmat_qtileable(const struct wmat *w)
 {
 	return w->type == WT_Q8 || w->type == WT_Q4;

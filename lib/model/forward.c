@@ -390,10 +390,11 @@ static int is_bf16(const struct wmat *w)
 	return w->type == WT_BF16;
 }
 
-/* Whether w is an integer matrix tiled for int8 activations. */
+/* Whether w is an int8 or int4 matrix tiled for int8 activations (the
+ * types tiled from the start run either way). */
 static int is_tiled(const struct wmat *w)
 {
-	return w->tiled && wmat_is_int(w);
+	return w->tiled && wmat_qtileable(w);
 }
 
 /* Whether w is a bf16 matrix tiled for bf16 activations. */

@@ -18,8 +18,10 @@
 
 #define ALIGN 64
 
-/* How a matrix is held. */
-enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_Q5, P_F32 };
+/* How a matrix is held: as stored, as int4 or int8 (then tiled for int8
+ * activations, or not), in K-quant tiles, in qtile.h's tiles from the
+ * start (Q5_0, Q5_1, IQ4_NL, IQ4_XS), or widened. */
+enum plan { P_VIEW, P_Q4, P_Q8, P_KQ, P_TILE, P_F32 };
 
 static int is_kquant(enum gguf_ttype t)
 {
@@ -34,11 +36,10 @@ static enum plan plan_of(const struct gguf_tensor *t, const struct model_opts *o
 		return P_VIEW;
 	if (is_kquant(t->type))
 		return P_KQ;
-	if (t->type == GGML_Q5_0 || t->type == GGML_Q5_1)
-		return P_Q5;
-	return t->type == GGML_Q4_0 ? P_Q4
-	       : t->type == GGML_Q8_0 || t->type == GGML_IQ4_NL || t->type == GGML_IQ4_XS ? P_Q8
-	       : P_F32;
+	if (t->type == GGML_Q5_0 || t->type == GGML_Q5_1 || t->type == GGML_IQ4_NL ||
+	    t->type == GGML_IQ4_XS)
+		return P_TILE;
+	return t->type == GGML_Q4_0 ? P_Q4 : t->type == GGML_Q8_0 ? P_Q8 : P_F32;
 }
 
 /* Bytes of the codes of a P_Q4 or P_Q8 matrix, rounded up to ALIGN (its
@@ -47,6 +48,13 @@ static size_t code_bytes(const struct gguf_tensor *t, enum plan p)
 {
 	size_t b = p == P_Q4 ? (size_t)t->nelem / 2 : (size_t)t->nelem;
 	return (b + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* The scales of a P_TILE matrix's tiles: halves, but for IQ4_XS, whose
+ * scales (a half times a 6-bit integer) are floats (qtile.h). */
+static enum qtile_scales tile_scales(enum gguf_ttype t)
+{
+	return t == GGML_IQ4_XS ? QT_F32 : QT_F16;
 }
 
 /* Bytes a matrix takes in m->owned, rounded up to ALIGN. */
@@ -59,8 +67,9 @@ static size_t owned_bytes(const struct gguf_tensor *t, enum plan p)
 		b = code_bytes(t, p) + n / Q4_BLOCK * sizeof(float);
 	else if (p == P_KQ)
 		b = kq_bytes(gguf_tile_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
-	else if (p == P_Q5)
-		b = qtile_q5_bytes(gguf_tile_wtype(t->type), (int)t->ne[1], (int)t->ne[0]);
+	else if (p == P_TILE)
+		b = qtile_bytes(gguf_tile_wtype(t->type), (int)t->ne[1], (int)t->ne[0],
+				tile_scales(t->type));
 	return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
@@ -134,10 +143,8 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		w->data = t->data;
 	} else if (p == P_Q4 || p == P_Q8) {
 		/* A block is an f16 scale, then the 32 weights' codes (16 bytes
-		 * of int4 as our packing, or 32 of int8, or IQ4_NL's 16 bytes
-		 * of indices, whose levels are int8 codes; an IQ4_XS
-		 * super-block is 8 such groups with a scale each): the codes go
-		 * to one array, the scales, widened exactly, to another. */
+		 * of int4 as our packing, or 32 of int8): the codes go to one
+		 * array, the scales, widened exactly, to another. */
 		unsigned char *q = L->next;
 		float *s = (float *)(q + code_bytes(t, p));
 		for (uint64_t k = 0; k < t->nelem / Q4_BLOCK; k++) {
@@ -156,18 +163,27 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		}
 		*w = (struct wmat){ .type = p == P_Q4 ? WT_Q4 : WT_Q8, .rows = rows, .cols = cols,
 				    .data = q, .scales = s, .group_size = Q4_BLOCK };
-	} else if (p == P_Q5) {
-		/* each block's codes and halves put into its tile (qtile.h) */
-		*w = (struct wmat){ .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols,
-				    .data = L->next };
-		memset(L->next, 0, qtile_q5_bytes(w->type, rows, cols));
-		uint64_t bs = gguf_ttype_size(t->type), k = 0;
-		const unsigned char *b = t->data;
+	} else if (p == P_TILE) {
+		/* each block's codes and scales (and Q5_1's min) put into its
+		 * tile (qtile.h); an IQ4_XS super-block is 8 blocks of 32 */
+		enum wtype type = gguf_tile_wtype(t->type);
+		*w = (struct wmat){ .type = type, .rows = rows, .cols = cols, .data = L->next,
+				    .tiled = type == WT_IQ4 ? (int)tile_scales(t->type) + 1 : 0 };
+		memset(L->next, 0, qtile_bytes(type, rows, cols, tile_scales(t->type)));
+		uint64_t k = 0;
 		for (int r = 0; r < rows; r++)
-			for (int blk = 0; blk < cols / Q4_BLOCK; blk++, b += bs, k++) {
+			for (int blk = 0; blk < cols / Q4_BLOCK; blk++, k++) {
 				uint8_t u[32];
+				if (type == WT_IQ4) {
+					float sc = gguf_iq4_group(t->type, t->data, k, u);
+					if (!isfinite(sc))
+						return not_finite(L, t, "scale", k);
+					qtile_iq4_put(w, L->next, r, blk, u, sc);
+					continue;
+				}
 				uint16_t d, mn;
-				gguf_q5_block(t->type, b, u, &d, &mn);
+				gguf_q5_block(t->type, (const unsigned char *)t->data +
+						       k * gguf_ttype_size(t->type), u, &d, &mn);
 				if (!isfinite(f16_to_f32(d)) || !isfinite(f16_to_f32(mn)))
 					return not_finite(L, t, isfinite(f16_to_f32(d)) ? "min" : "scale",
 							  k);
@@ -264,8 +280,8 @@ static void note(struct loader *L)
 	say(L, &o, "GGUF");
 	const char *sep = ": ";
 	const struct { enum gguf_ttype from; const char *to; } re[] = {
-		{ GGML_Q4_0, "int4" }, { GGML_Q8_0, "int8" }, { GGML_IQ4_NL, "int8" },
-		{ GGML_IQ4_XS, "int8" },
+		{ GGML_Q4_0, "int4" }, { GGML_Q8_0, "int8" }, { GGML_IQ4_NL, "4-bit tiles" },
+		{ GGML_IQ4_XS, "4-bit tiles" },
 		{ GGML_Q5_0, "5-bit tiles" }, { GGML_Q5_1, "5-bit tiles" },
 		{ GGML_Q4_K, "K-quant tiles" }, { GGML_Q5_K, "K-quant tiles" },
 		{ GGML_Q6_K, "K-quant tiles" }, { GGML_Q3_K, "Q6_K tiles" } };

@@ -14,12 +14,13 @@
  *              is exact and the int4 kernels run on it;
  *   Q8_0       int8 in groups of 32 (WT_Q8 with group_size 32): the codes
  *              to one array, the f16 scales as floats to another, exactly;
- *   IQ4_NL     the same, each nibble's level (-127..113) its int8 code;
- *   IQ4_XS     the same, each group of 32 of a super-block of 256 with its
- *              scale (the super-block's half times the group's 6-bit scale,
- *              a float exactly);
  *   Q5_0, Q5_1 the 5-bit tiles of lib/kernels/qtile.h (WT_Q50, WT_Q51),
  *              every block's codes and halves put in place, exactly;
+ *   IQ4_NL     the 4-bit tiles of qtile.h (WT_IQ4), every block's indices
+ *              and half put in place, exactly;
+ *   IQ4_XS     the same, each group of 32 of a super-block of 256 with its
+ *              scale (the super-block's half times the group's 6-bit scale,
+ *              a float exactly, which the tiles hold as a float);
  *   Q4_K, Q5_K, Q6_K  the K-quant tiles of lib/kernels/kquant.h, every
  *              super-block decoded and put in place, exactly;
  *   Q3_K       the Q6_K tiles: each super-block is a Q6_K one exactly
@@ -35,8 +36,8 @@
  * only the header and those matrices: the others are converted from the
  * mapping, and its pages given back after each (madvise), so that no
  * file byte is resident twice. A K-quant super-block whose d or dmin is
- * Inf or NaN is refused naming the tensor, as is a Q4_0, Q8_0, Q5_0 or
- * Q5_1 block whose scale (or min) is.
+ * Inf or NaN is refused naming the tensor, as is a Q4_0, Q8_0, Q5_0,
+ * Q5_1, IQ4_NL or IQ4_XS block whose scale (or min) is.
  */
 #ifndef GGUF_MODEL_H
 #define GGUF_MODEL_H

@@ -518,12 +518,13 @@ static int same_rows(const struct wmat *w, const struct wmat *f)
 }
 
 static void test_quant_model(const char *file, int want_q4, int want_q8, int want_q5,
-			     int want_kq)
+			     int want_kq, int want_iq4)
 {
 	struct model q, f;
 	if (load_ok(&q, file, 0) || load_ok(&f, file, 1))
 		return;
-	int q4 = 0, q8 = is_q8_0(&q.w.embed), q5 = wt_is_q5(q.w.embed.type), kq = 0;
+	int q4 = 0, q8 = is_q8_0(&q.w.embed), q5 = wt_is_q5(q.w.embed.type), kq = 0,
+	    iq4 = q.w.embed.type == WT_IQ4;
 	for (int l = 0; l < q.cfg.n_layers; l++) {
 		const struct layer_weights *L = &q.w.layers[l];
 		q4 += (L->wq.type == WT_Q4) + (L->down.type == WT_Q4);
@@ -533,8 +534,10 @@ static void test_quant_model(const char *file, int want_q4, int want_q8, int wan
 		const struct layer_weights *F = &f.w.layers[l];
 		const struct wmat *a[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down };
 		const struct wmat *b[] = { &F->wq, &F->wk, &F->wv, &F->wo, &F->gate, &F->up, &F->down };
-		for (int i = 0; i < 7; i++)
+		for (int i = 0; i < 7; i++) {
 			q5 += wt_is_q5(a[i]->type);
+			iq4 += a[i]->type == WT_IQ4;
+		}
 		for (int i = 0; i < 7; i++)
 			CHECK(same_rows(a[i], b[i]), "%s: layer %d, matrix %d: the repacked codes "
 			      "hold the file's values exactly", file, l, i);
@@ -547,6 +550,8 @@ static void test_quant_model(const char *file, int want_q4, int want_q8, int wan
 	      "expected %d (the file's Q8_0 ones)", file, q8, want_q8);
 	CHECK(q5 == want_q5, "%s: %d matrices run in 5-bit tiles, expected %d (the file's "
 	      "Q5_0 ones)", file, q5, want_q5);
+	CHECK(iq4 == want_iq4, "%s: %d matrices run in 4-bit IQ4 tiles, expected %d (the "
+	      "file's IQ4_NL and IQ4_XS ones)", file, iq4, want_iq4);
 	CHECK(f.w.layers[0].wq.type == WT_F32, "--f32: float32 matrices");
 	double worst = 0;
 	for (int c = 0; c < TINY_CASES; c++) {
@@ -719,10 +724,10 @@ static void test_write(void)
 	}
 	/* every matrix of our q8_0 file (4 layers of 7, and the tied
 	 * embedding) runs on the grouped int8 kernels */
-	test_quant_model(path[2], 0, 29, 0, 0);
+	test_quant_model(path[2], 0, 29, 0, 0, 0);
 	/* our q5_k_m file: its Q5_1 matrices (rows of 256 + 128) in 5-bit
 	 * tiles, the rest Q8_0 and K-quants */
-	test_quant_model(path[5], 0, 3, 22, 4);
+	test_quant_model(path[5], 0, 3, 22, 4, 0);
 	/* the tokenizer of a file we wrote is HuggingFace's, special flags
 	 * included (its types come from tokenizer.json's) */
 	struct gguf_file f;
@@ -813,15 +818,17 @@ int main(void)
 	test_write();
 	test_write_shapes();
 	test_bf16_model();
-	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0, 0);
-	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 3, 22, 4);
+	test_quant_model(GG "shakespeare-tiny.q4_0.gguf", 8, 1, 0, 0, 0);
+	test_quant_model(GG "shakespeare-tiny.q4_k_m.gguf", 0, 3, 22, 4, 0);
 	/* down: Q2_K (dequantized) in layers 0 and 1, Q3_K (in Q6_K tiles) in 2,
-	 * 3; q and up IQ4_NL (int8 in groups of 32) */
-	test_quant_model(GG "shakespeare-tiny.q2_k.gguf", 0, 8, 0, 2);
+	 * 3; q and up IQ4_NL (in 4-bit tiles) */
+	test_quant_model(GG "shakespeare-tiny.q2_k.gguf", 0, 0, 0, 2, 8);
 	/* llama-quantize's IQ4_XS: down IQ4_XS (rows of 256), every other
-	 * matrix IQ4_NL (rows of 64), all int8 in groups of 32; the
-	 * embedding Q4_0 */
-	test_quant_model(GG "shakespeare-tiny.iq4_xs.gguf", 0, 28, 0, 0);
+	 * matrix IQ4_NL (rows of 64), all in 4-bit tiles; the embedding Q4_0 */
+	test_quant_model(GG "shakespeare-tiny.iq4_xs.gguf", 0, 0, 0, 0, 28);
+	/* llama-quantize --pure IQ4_NL: every matrix, the tied embedding too
+	 * (its rows looked up from the tiles, the LM head run on them) */
+	test_quant_model(GG "shakespeare-tiny.iq4_nl.gguf", 0, 0, 0, 0, 29);
 	test_tokenizer();
 	test_q4_1_q5_1();
 	test_q5_k();
@@ -832,5 +839,6 @@ int main(void)
 	test_file(GG "shakespeare-tiny.q4_k_m.gguf", GG "shakespeare-tiny.q4_k_m.json");
 	test_file(GG "shakespeare-tiny.q2_k.gguf", GG "shakespeare-tiny.q2_k.json");
 	test_file(GG "shakespeare-tiny.iq4_xs.gguf", GG "shakespeare-tiny.iq4_xs.json");
+	test_file(GG "shakespeare-tiny.iq4_nl.gguf", GG "shakespeare-tiny.iq4_nl.json");
 	return check_done("test_gguf");
 }

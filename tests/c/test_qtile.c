@@ -10,7 +10,8 @@
  *   float32 rounding of the block fmas (a relative 1e-5 of the sum of
  *   magnitudes), which a misplaced scale exceeds by orders of magnitude.
  * - Every level this CPU has gives the reference's bits, for T = 1 .. 11
- *   and row ranges that start and end inside a tile. */
+ *   and row ranges that start and end inside a tile.
+ * - The same for GGUF's Q5_0, Q5_1 and IQ4 tiles, put block by block. */
 #include "kernels/matmul.h"
 #include "kernels/qtile.h"
 #include "kernels/qtile_isa.h"
@@ -224,54 +225,31 @@ static void check_extremes(void)
 	}
 }
 
-/* Q5_0 and Q5_1 (WT_Q50, WT_Q51): tiles made with qtile_q5_put from
- * codes u and halves d, m drawn here (extremes: every u 0 in the first
- * rows, 31 in the others, activations +-127). Checked: the rows read back
- * as d * (u - 16) or fl(d * u) + m; the scalar reference against the order
- * of qtile.h computed here from u, d, m (its block sums in 64 bits, the
- * min's code sum from the codes); within float32 rounding of the float64
- * sum of the dequantized products; and every level against the reference,
- * bit for bit, for T = 1 .. 11 and row ranges cut inside tiles. */
-static void check_q5(enum wtype t, int rows, int cols, int extremes)
+/* A matrix of GGUF's types put block by block (Q5_0, Q5_1, IQ4) against
+ * what it was made from: q its codes (the canonical ones: u - 16, u, the
+ * IQ4 level of u), ws its block scales and wm Q5_1's mins (else NULL), v
+ * its values as gguf-py computes them. Checked: the rows read back as v;
+ * the scalar reference against the order of qtile.h computed here (block
+ * sums in 64 bits, the min's code sum from the activations); within
+ * float32 rounding of the float64 sum of the dequantized products; and
+ * every level against the reference, bit for bit, for T = 1 .. 11 and row
+ * ranges cut inside tiles. */
+static void check_order(const struct wmat *w, const int *q, const float *ws, const float *wm,
+			const float *v, int extremes)
 {
-	int nb = cols / 32;
-	uint8_t *u = malloc((size_t)rows * cols);
-	uint16_t *d = malloc(sizeof(uint16_t) * (size_t)rows * nb), *mn = malloc(sizeof(uint16_t) * (size_t)rows * nb);
-	for (int r = 0; r < rows; r++)
-		for (int c = 0; c < cols; c++)
-			u[(size_t)r * cols + c] = extremes ? (r < rows / 2 ? 0 : 31)
-							   : (uint8_t)((frand() + 1) * 16) & 31;
-	for (int i = 0; i < rows * nb; i++) {
-		d[i] = f32_to_f16((frand() + 1.5f) * 0.01f);
-		mn[i] = f32_to_f16(frand() * 0.2f);
-	}
-	struct wmat w = { .type = t, .rows = rows, .cols = cols };
-	void *tiles = aligned_alloc(64, qtile_q5_bytes(t, rows, cols));
-	memset(tiles, 0, qtile_q5_bytes(t, rows, cols));
-	w.data = tiles;
-	for (int r = 0; r < rows; r++)
-		for (int b = 0; b < nb; b++)
-			qtile_q5_put(&w, tiles, r, b, u + (size_t)r * cols + 32 * b, d[r * nb + b],
-				     mn[r * nb + b]);
-	/* the values, as gguf-py computes them */
-	float *v = malloc(sizeof(float) * (size_t)rows * cols), *row = malloc(sizeof(float) * (size_t)cols);
-	int same = 1;
+	int rows = w->rows, cols = w->cols, nb = cols / 32, same = 1;
+	float *row = malloc(sizeof(float) * (size_t)cols);
 	for (int r = 0; r < rows; r++) {
-		for (int c = 0; c < cols; c++) {
-			int k = r * nb + c / 32, q = u[(size_t)r * cols + c];
-			float p = f16_to_f32(d[k]) * (float)(t == WT_Q50 ? q - 16 : q);
-			v[(size_t)r * cols + c] = t == WT_Q50 ? p : p + f16_to_f32(mn[k]);
-		}
-		kern_row(&w, r, row);
+		kern_row(w, r, row);
 		same &= !memcmp(row, v + (size_t)r * cols, sizeof(float) * (size_t)cols);
 	}
-	CHECK(same, "q5 %d %dx%d: the rows are not the values put", t, rows, cols);
+	CHECK(same, "type %d %dx%d: the rows are not the values put", w->type, rows, cols);
 
 	enum { TMAX = 11 };
 	struct q8act *a = inputs(cols, TMAX, extremes);
 	int ldy = rows + 3;
 	float *yr = malloc(sizeof(float) * (size_t)ldy * TMAX);
-	tmm(CPU_SCALAR, &w, yr, ldy, 0, rows, a, TMAX);
+	tmm(CPU_SCALAR, w, yr, ldy, 0, rows, a, TMAX);
 	same = 1;
 	double worst = 0;
 	for (int i = 0; i < TMAX; i++)
@@ -281,26 +259,115 @@ static void check_q5(enum wtype t, int rows, int cols, int extremes)
 			for (int b = 0; b < nb; b++) {
 				int64_t isum = 0, asum = 0;
 				for (int c = 32 * b; c < 32 * b + 32; c++) {
-					int q = u[(size_t)r * cols + c];
-					isum += (int64_t)(t == WT_Q50 ? q - 16 : q) * a[i].q[c];
+					isum += (int64_t)q[(size_t)r * cols + c] * a[i].q[c];
 					asum += a[i].q[c];
 					double pv = (double)v[(size_t)r * cols + c] * a[i].scales[b] * a[i].q[c];
 					sum += pv;
 					mag += fabs(pv);
 				}
-				acc = fmaf((float)isum, a[i].scales[b] * f16_to_f32(d[r * nb + b]), acc);
-				if (t == WT_Q51)
-					acc = fmaf((float)asum, a[i].scales[b] * f16_to_f32(mn[r * nb + b]), acc);
+				acc = fmaf((float)isum, a[i].scales[b] * ws[r * nb + b], acc);
+				if (wm)
+					acc = fmaf((float)asum, a[i].scales[b] * wm[r * nb + b], acc);
 			}
 			float got = yr[(size_t)i * ldy + r];
 			same &= memcmp(&acc, &got, 4) == 0;
 			if (mag > 0)
 				worst = fmax(worst, fabs(sum - got) / mag);
 		}
-	CHECK(same, "q5 scalar %d %dx%d: not the order's bits", t, rows, cols);
-	CHECK(worst < 1e-5, "q5 scalar %d %dx%d: %g from the float64 sum", t, rows, cols, worst);
-	check_levels(&w, a, TMAX, yr, ldy, 32);
-	free(u), free(d), free(mn), free(tiles), free(v), free(row), free(a), free(yr);
+	CHECK(same, "scalar %d %dx%d: not the order's bits", w->type, rows, cols);
+	CHECK(worst < 1e-5, "scalar %d %dx%d: %g from the float64 sum", w->type, rows, cols, worst);
+	check_levels(w, a, TMAX, yr, ldy, 32);
+	free(row), free(a), free(yr);
+}
+
+/* Q5_0 and Q5_1 (WT_Q50, WT_Q51): tiles made with qtile_q5_put from
+ * codes u and halves d, m drawn here (extremes: every u 0 in the first
+ * rows, 31 in the others, activations +-127), their values d * (u - 16)
+ * or fl(d * u) + m; check_order. */
+static void check_q5(enum wtype t, int rows, int cols, int extremes)
+{
+	int nb = cols / 32;
+	size_t n = (size_t)rows * cols;
+	uint8_t *u = malloc(n);
+	int *q = malloc(sizeof(int) * n);
+	uint16_t *d = malloc(sizeof(uint16_t) * (size_t)rows * nb), *mn = malloc(sizeof(uint16_t) * (size_t)rows * nb);
+	float *ws = malloc(sizeof(float) * (size_t)rows * nb), *wm = malloc(sizeof(float) * (size_t)rows * nb);
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			u[(size_t)r * cols + c] = extremes ? (r < rows / 2 ? 0 : 31)
+							   : (uint8_t)((frand() + 1) * 16) & 31;
+	for (int i = 0; i < rows * nb; i++) {
+		d[i] = f32_to_f16((frand() + 1.5f) * 0.01f);
+		mn[i] = f32_to_f16(frand() * 0.2f);
+		ws[i] = f16_to_f32(d[i]);
+		wm[i] = f16_to_f32(mn[i]);
+	}
+	struct wmat w = { .type = t, .rows = rows, .cols = cols };
+	void *tiles = aligned_alloc(64, qtile_q5_bytes(t, rows, cols));
+	memset(tiles, 0, qtile_q5_bytes(t, rows, cols));
+	w.data = tiles;
+	for (int r = 0; r < rows; r++)
+		for (int b = 0; b < nb; b++)
+			qtile_q5_put(&w, tiles, r, b, u + (size_t)r * cols + 32 * b, d[r * nb + b],
+				     mn[r * nb + b]);
+	float *v = malloc(sizeof(float) * n);
+	for (size_t i = 0; i < n; i++) {
+		int k = (int)(i / (size_t)cols) * nb + (int)(i % (size_t)cols) / 32;
+		q[i] = t == WT_Q50 ? u[i] - 16 : u[i];
+		float p = ws[k] * (float)q[i];
+		v[i] = t == WT_Q50 ? p : p + wm[k];
+	}
+	check_order(&w, q, ws, t == WT_Q51 ? wm : NULL, v, extremes);
+	free(u), free(q), free(d), free(mn), free(ws), free(wm), free(tiles), free(v);
+}
+
+/* WT_IQ4 (GGUF's IQ4_NL and IQ4_XS): tiles made with qtile_iq4_put from
+ * indices u and scales drawn here, halves (QT_F16) or floats that are not
+ * (QT_F32; extremes: every u 0, level -127, in the first rows, 15, level
+ * 113, in the others, activations +-127: AVX2's 16-bit pair sums at their
+ * largest), their values s * level[u] with the levels of ggml's
+ * kvalues_iq4nl written here; check_order. */
+static void check_iq4(enum qtile_scales sk, int rows, int cols, int extremes)
+{
+	static const int level[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+				       1, 13, 25, 38, 53, 69, 89, 113 };
+	int nb = cols / 32;
+	size_t n = (size_t)rows * cols;
+	uint8_t *u = malloc(n);
+	int *q = malloc(sizeof(int) * n);
+	float *sc = malloc(sizeof(float) * (size_t)rows * nb), *v = malloc(sizeof(float) * n);
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			u[(size_t)r * cols + c] = extremes ? (r < rows / 2 ? 0 : 15)
+							   : (uint8_t)((frand() + 1) * 8) & 15;
+	for (int i = 0; i < rows * nb; i++) {
+		float x = (frand() + 1.5f) * 0.01f;
+		sc[i] = sk == QT_F16 ? f16_to_f32(f32_to_f16(x)) : x * 1.0000001f;
+	}
+	struct wmat w = { .type = WT_IQ4, .rows = rows, .cols = cols, .tiled = (int)sk + 1 };
+	size_t bytes = qtile_bytes(WT_IQ4, rows, cols, sk);
+	void *tiles = aligned_alloc(64, bytes);
+	memset(tiles, 0, bytes);
+	w.data = tiles;
+	for (int r = 0; r < rows; r++)
+		for (int b = 0; b < nb; b++)
+			qtile_iq4_put(&w, tiles, r, b, u + (size_t)r * cols + 32 * b, sc[r * nb + b]);
+	for (size_t i = 0; i < n; i++) {
+		q[i] = level[u[i]];
+		v[i] = sc[(i / (size_t)cols) * (size_t)nb + (i % (size_t)cols) / 32] * (float)q[i];
+	}
+	check_order(&w, q, sc, NULL, v, extremes);
+	free(u), free(q), free(sc), free(tiles), free(v);
+}
+
+/* GGUF's kinds of tiles put block by block: Q5_0, Q5_1, IQ4 with float
+ * scales (IQ4_XS), IQ4 with halves (IQ4_NL). */
+static void check_gguf(int kind, int rows, int cols, int extremes)
+{
+	if (kind < 2)
+		check_q5(kind ? WT_Q51 : WT_Q50, rows, cols, extremes);
+	else
+		check_iq4(kind == 2 ? QT_F32 : QT_F16, rows, cols, extremes);
 }
 
 int main(void)
@@ -321,12 +388,12 @@ int main(void)
 		}
 	check_shape(WT_Q4, 33, 128, 64, 0);  /* group 64: the same scale for two blocks */
 	check_extremes();
-	for (int t = WT_Q50; t <= WT_Q51; t++) {
+	for (int k = 0; k < 4; k++) {
 		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
 			for (size_t j = 0; j < sizeof rows / sizeof rows[0]; j++)
 				if (cols[i] % 32 == 0)
-					check_q5((enum wtype)t, rows[j], cols[i], 0);
-		check_q5((enum wtype)t, 32, 64, 1);
+					check_gguf(k, rows[j], cols[i], 0);
+		check_gguf(k, 32, 64, 1);
 	}
 	return check_done("qtile");
 }
