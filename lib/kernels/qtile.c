@@ -7,10 +7,10 @@
 #include <math.h>
 #include <string.h>
 
-/* The kind of scales of a tiled matrix (Q5's are always halves). */
+/* The kind of scales of a tiled matrix. */
 static enum qtile_scales scales_of(const struct wmat *w)
 {
-	return wt_is_q5(w->type) ? QT_F16 : (enum qtile_scales)(w->tiled - 1);
+	return (enum qtile_scales)(w->tiled - 1);
 }
 
 static int nblocks(int cols)
@@ -119,35 +119,36 @@ int qtile_code(const struct wmat *w, int r, int c)
 		return u - 8;
 	if (w->type == WT_IQ4)
 		return qtile_iq4_level[u];
-	u |= hb_get(t + codes_at(w->type, QT_F16, c / Q8A_BLOCK) + 256, l, c % Q8A_BLOCK, 1);
+	u |= hb_get(t + codes_at(w->type, scales_of(w), c / Q8A_BLOCK) + 256, l, c % Q8A_BLOCK, 1);
 	return w->type == WT_Q50 ? u - 16 : u;
 }
 
-/* A half of a tile, widened. */
-static float half_at(const uint8_t *t, size_t at)
+/* The scale of kind s at byte at of tile t: a half, widened, or a float
+ * (QT_F32 and QT_ROW). */
+static float scale_read(const uint8_t *t, size_t at, enum qtile_scales s)
 {
-	uint16_t h;
-	memcpy(&h, t + at, 2);
-	return f16_to_f32(h);
+	if (s == QT_F16) {
+		uint16_t h;
+		memcpy(&h, t + at, 2);
+		return f16_to_f32(h);
+	}
+	float f;
+	memcpy(&f, t + at, sizeof f);
+	return f;
 }
 
 /* Q5_1's min of weight (r, c). */
 static float q5_min(const struct wmat *w, int r, int c)
 {
-	return half_at(tile_at(w, r),
-		       scale_at(WT_Q51, QT_F16, c / Q8A_BLOCK, r % QTILE_ROWS) + QTILE_MINS);
+	return scale_read(tile_at(w, r),
+			  scale_at(WT_Q51, QT_F16, c / Q8A_BLOCK, r % QTILE_ROWS) + QTILE_MINS,
+			  QT_F16);
 }
 
 float qtile_scale(const struct wmat *w, int r, int c)
 {
 	enum qtile_scales s = scales_of(w);
-	const uint8_t *t = tile_at(w, r);
-	size_t at = scale_at(w->type, s, c / Q8A_BLOCK, r % QTILE_ROWS);
-	if (s == QT_F16)
-		return half_at(t, at);
-	float f;
-	memcpy(&f, t + at, sizeof f);
-	return f;
+	return scale_read(tile_at(w, r), scale_at(w->type, s, c / Q8A_BLOCK, r % QTILE_ROWS), s);
 }
 
 /* A block's scale sc into its place at, as a half (exactly, QT_F16) or a
@@ -232,11 +233,6 @@ void qtile_pack(const struct wmat *src, void *dst, struct wmat *out)
 	qtile_view(src, s, dst, out);
 }
 
-size_t qtile_q5_bytes(enum wtype type, int rows, int cols)
-{
-	return qtile_bytes(type, rows, cols, QT_F16);
-}
-
 void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
 		  uint16_t d, uint16_t m)
 {
@@ -297,9 +293,10 @@ void qtile_gguf_row(const struct wmat *w, int r, float *out)
 	for (int b = 0; b < nb; b++) {
 		size_t at = scale_at(w->type, sk, b, l);
 		const uint8_t *codes = t + codes_at(w->type, sk, b);
-		float s = qtile_scale(w, r, b * Q8A_BLOCK);
+		float s = scale_read(t, at, sk);
 		if (w->type == WT_Q51)
-			block_row(codes, l, s, half_at(t, at + QTILE_MINS), WT_Q51, out + 32 * b);
+			block_row(codes, l, s, scale_read(t, at + QTILE_MINS, QT_F16), WT_Q51,
+				  out + 32 * b);
 		else if (w->type == WT_Q50)
 			block_row(codes, l, s, 0, WT_Q50, out + 32 * b);
 		else

@@ -35,8 +35,8 @@
  * from memory: docs/performance.md, "Scales beside their codes".)
  *
  * Q5_0 and Q5_1 (WT_Q50, WT_Q51: GGUF's 5-bit types, put in tiles at load,
- * lib/model/gguf_model.c, and always tiled) take the same layout with
- * QT_F16 scales: the line holds the halves d as above, except that for
+ * lib/model/gguf_model.c, and always tiled, with QT_F16) take the same
+ * layout with QT_F16 scales: the line holds the halves d as above, except that for
  * WT_Q51 G = 1 and the line holds the block's 16 halves d, then (from
  * byte QTILE_MINS) its 16 halves m; a block's codes are 320 bytes,
  * the low 4 bits of u as int4's 256 (u in 0..31, w = d * (u - 16) or
@@ -140,11 +140,9 @@ static inline void qtile_put_nibbles(uint8_t *nib, int l, const uint8_t c[32])
 							    (c[16 + 4 * k + j] & 15) << 4);
 }
 
-/* Q5_0 and Q5_1: the bytes of a rows x cols matrix (cols a multiple of
- * 32); block b of row r (its 32 codes u, its halves d and m; m unused for
- * WT_Q50) into data (w->data's buffer, writable, qtile_q5_bytes long and
- * zeroed first). */
-size_t qtile_q5_bytes(enum wtype type, int rows, int cols);
+/* Q5_0 and Q5_1 (w->tiled set, QT_F16; cols a multiple of 32): block b
+ * of row r (its 32 codes u, its halves d and m; m unused for WT_Q50) into
+ * data (w->data's buffer, writable, qtile_bytes long and zeroed first). */
 void qtile_q5_put(const struct wmat *w, void *data, int r, int b, const uint8_t u[32],
 		  uint16_t d, uint16_t m);
 

@@ -140,7 +140,7 @@ size_t wmat_bytes(const struct wmat *w)
 	case WT_Q5K:
 	case WT_Q6K: return kq_bytes(w->type, w->rows, w->cols);
 	case WT_Q50:
-	case WT_Q51: return qtile_q5_bytes(w->type, w->rows, w->cols);
+	case WT_Q51:
 	case WT_IQ4: break;  /* always tiled: above */
 	}
 	return 0;

@@ -24,8 +24,8 @@
  *            16 rows (lib/kernels/kquant.h); no scales array
  *   WT_Q50, WT_Q51  GGUF's Q5_0 (w = d * (u - 16)) and Q5_1 (w = d * u + m),
  *            5-bit codes u with a half d (and m) per 32 weights, always in
- *            the tiles of lib/kernels/qtile.h (tiled is 0: the type says
- *            so); no scales array
+ *            the tiles of lib/kernels/qtile.h, tiled 1 + QT_F16 (its
+ *            halves); no scales array
  *   WT_IQ4   GGUF's IQ4_NL and IQ4_XS (w = s * level[u]), 4-bit indices u
  *            into the 16 levels of qtile.h's qtile_iq4_level, with a scale
  *            s per 32 weights, always in the tiles of lib/kernels/qtile.h,
@@ -63,9 +63,10 @@
  * inputs, and it read at two thirds of the speed of the shorter rows
  * (docs/performance.md, "Long rows in panels").
  *
- * Tiled (tiled != 0; WT_Q8 and WT_Q4, and WT_IQ4 always): the layout of the int8-activation
- * kernels, rows in tiles of 16, scales inside the tiles, defined in
- * lib/kernels/qtile.h; scales is NULL then. WT_BF16 tiled (tiled 1): the
+ * Tiled (tiled != 0; WT_Q8 and WT_Q4, and WT_Q50, WT_Q51 and WT_IQ4
+ * always): the layout of the int8-activation kernels, rows in tiles of
+ * 16, scales inside the tiles, defined in lib/kernels/qtile.h; scales is
+ * NULL then. WT_BF16 tiled (tiled 1): the
  * layout of the bf16-activation kernels, rows in tiles of 64, defined in
  * lib/kernels/btile.h.
  */
@@ -90,7 +91,8 @@ struct wmat {
 			       * (see above) */
 	int tiled;            /* WT_Q8, WT_Q4: 0, or repacked into tiles for the
 			       * int8-activation kernels (lib/kernels/qtile.h),
-			       * 1 + the kind of their scales, as WT_IQ4's;
+			       * 1 + the kind of their scales, as WT_Q50's,
+			       * WT_Q51's and WT_IQ4's always are;
 			       * WT_BF16: 0, or 1 for the bf16-activation ones
 			       * (lib/kernels/btile.h) */
 };

@@ -168,7 +168,7 @@ static int matrix(struct loader *L, struct wmat *w, const char *fmt, int layer)
 		 * tile (qtile.h); an IQ4_XS super-block is 8 blocks of 32 */
 		enum wtype type = gguf_tile_wtype(t->type);
 		*w = (struct wmat){ .type = type, .rows = rows, .cols = cols, .data = L->next,
-				    .tiled = type == WT_IQ4 ? (int)tile_scales(t->type) + 1 : 0 };
+				    .tiled = (int)tile_scales(t->type) + 1 };
 		memset(L->next, 0, qtile_bytes(type, rows, cols, tile_scales(t->type)));
 		uint64_t k = 0;
 		for (int r = 0; r < rows; r++)

@@ -302,9 +302,10 @@ static void check_q5(enum wtype t, int rows, int cols, int extremes)
 		ws[i] = f16_to_f32(d[i]);
 		wm[i] = f16_to_f32(mn[i]);
 	}
-	struct wmat w = { .type = t, .rows = rows, .cols = cols };
-	void *tiles = aligned_alloc(64, qtile_q5_bytes(t, rows, cols));
-	memset(tiles, 0, qtile_q5_bytes(t, rows, cols));
+	struct wmat w = { .type = t, .rows = rows, .cols = cols, .tiled = QT_F16 + 1 };
+	size_t bytes = qtile_bytes(t, rows, cols, QT_F16);
+	void *tiles = aligned_alloc(64, bytes);
+	memset(tiles, 0, bytes);
 	w.data = tiles;
 	for (int r = 0; r < rows; r++)
 		for (int b = 0; b < nb; b++)

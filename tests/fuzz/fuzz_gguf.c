@@ -26,8 +26,9 @@ static void check_tiles(const struct gguf_tensor *t, const float *v)
 		 t->type == GGML_Q6_K;
 	int cols = (int)t->ne[0], rows = (int)(t->nelem / (uint64_t)t->ne[0]);
 	int per = kq ? KQ_SB : 32;  /* values a block */
-	struct wmat w = { .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols };
-	size_t bytes = kq ? kq_bytes(w.type, rows, cols) : qtile_q5_bytes(w.type, rows, cols);
+	struct wmat w = { .type = gguf_tile_wtype(t->type), .rows = rows, .cols = cols,
+			  .tiled = kq ? 0 : QT_F16 + 1 };
+	size_t bytes = kq ? kq_bytes(w.type, rows, cols) : qtile_bytes(w.type, rows, cols, QT_F16);
 	void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);
 	float *row = malloc(sizeof(float) * (size_t)cols);
 	if (data && row) {
