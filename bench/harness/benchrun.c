@@ -8,7 +8,6 @@
 #include <time.h>
 #include "core/bf16.h"
 #include "kernels/btile.h"
-#include "kernels/kquant.h"
 #include "kernels/matmul.h"
 #include "kernels/qtile.h"
 #include "kernels/quant.h"
@@ -214,7 +213,7 @@ int bench_kernel_gbs(const struct kernels *k, const struct wmat *like, int act8,
 	struct wmat w = { .type = type, .rows = rows, .cols = cols, .data = data,
 			  .scales = scales, .group_size = group_size };
 	/* the types quantize cannot make: the first rows of like */
-	int from_file = kq_is(type) || wt_is_q5(type) || type == WT_IQ4;
+	int from_file = wt_from_gguf(type);
 	if (from_file && (like->cols != cols || like->rows < rows)) {
 		err_set(e, "a %dx%d kernel test cannot take rows of a %dx%d matrix", rows, cols,
 			like->rows, like->cols);

@@ -15,12 +15,12 @@
 #include "kernels/weights.h"
 
 /* The activations m's weights multiply (struct kern_mm, kernels.h): int8
- * ones for a tiled int8 or int4 matrix and for a K-quant, Q5_0 or Q5_1 one
- * when m has them, bf16 ones for a bf16 matrix when m has them, else float. */
+ * ones for a tiled int8 or int4 matrix and for one of GGUF's tiled types
+ * (wt_from_gguf) when m has them, bf16 ones for a bf16 matrix when m has them, else float. */
 static inline enum kern_act kern_act(const struct kern_mm *m)
 {
 	const struct wmat *w = m->w;
-	if (m->xa && (w->tiled || w->type >= WT_Q4K))
+	if (m->xa && (w->tiled || wt_from_gguf(w->type)))
 		return KA_Q8;
 	if (m->xb && w->type == WT_BF16)
 		return KA_B16;

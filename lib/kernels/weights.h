@@ -76,7 +76,8 @@
 #include <stdint.h>
 
 /* WT_F32 .. WT_Q4 are also the type codes of a container's tensors (0 to
- * 3, lib/format/qfile.h); a container holds no WT_F16 and no K-quant. */
+ * 3, lib/format/qfile.h); a container holds no WT_F16 and none of the
+ * GGUF types after it (wt_from_gguf). */
 enum wtype { WT_F32, WT_BF16, WT_Q8, WT_Q4, WT_F16, WT_Q4K, WT_Q5K, WT_Q6K, WT_Q50, WT_Q51,
 	     WT_IQ4 };
 #define WT_COUNT (WT_IQ4 + 1)
@@ -99,6 +100,15 @@ struct wmat {
 
 #define WMAT_IL_COLS 64
 #define WMAT_PANEL_COLS 1024
+
+/* Whether t is one of GGUF's types that the loader puts in their kernels'
+ * tiles from the file's blocks (the K-quants, Q5_0, Q5_1, IQ4_NL and
+ * IQ4_XS: the types after WT_F16), so made only from a file, never by
+ * quantize. */
+static inline int wt_from_gguf(enum wtype t)
+{
+	return t >= WT_Q4K;
+}
 
 /* Whether t is GGUF's Q5_0 or Q5_1, held in qtile's 5-bit tiles. */
 static inline int wt_is_q5(enum wtype t)
@@ -190,7 +200,7 @@ static inline int wmat_can_panel(const struct wmat *w)
  * WT_IQ4): the matrices that int8 activations multiply. */
 static inline int wmat_is_int(const struct wmat *w)
 {
-	return w->type == WT_Q8 || w->type == WT_Q4 || w->type >= WT_Q4K;
+	return w->type == WT_Q8 || w->type == WT_Q4 || wt_from_gguf(w->type);
 }
 
 /* Whether w is an int8 or int4 matrix, the ones qtile (lib/kernels/qtile.h)
