@@ -15,8 +15,9 @@
 #include "kernels/weights.h"
 
 /* The activations m's weights multiply (struct kern_mm, kernels.h): int8
- * ones for a tiled int8 or int4 matrix and for one of GGUF's tiled types
- * (wt_from_gguf) when m has them, bf16 ones for a bf16 matrix when m has them, else float. */
+ * ones for a tiled int8 or int4 matrix and for the types only a GGUF file
+ * makes (wt_from_gguf) when m has them, bf16 ones for a bf16 matrix when
+ * m has them, else float. */
 static inline enum kern_act kern_act(const struct kern_mm *m)
 {
 	const struct wmat *w = m->w;

@@ -35,8 +35,8 @@
  * from memory: docs/performance.md, "Scales beside their codes".)
  *
  * Q5_0 and Q5_1 (WT_Q50, WT_Q51: GGUF's 5-bit types, put in tiles at load,
- * lib/model/gguf_model.c, and always tiled, with QT_F16) take the same
- * layout with QT_F16 scales: the line holds the halves d as above, except that for
+ * lib/model/gguf_model.c, and always tiled) take the same layout with
+ * QT_F16 scales: the line holds the halves d as above, except that for
  * WT_Q51 G = 1 and the line holds the block's 16 halves d, then (from
  * byte QTILE_MINS) its 16 halves m; a block's codes are 320 bytes,
  * the low 4 bits of u as int4's 256 (u in 0..31, w = d * (u - 16) or

@@ -66,9 +66,8 @@
  * Tiled (tiled != 0; WT_Q8 and WT_Q4, and WT_Q50, WT_Q51 and WT_IQ4
  * always): the layout of the int8-activation kernels, rows in tiles of
  * 16, scales inside the tiles, defined in lib/kernels/qtile.h; scales is
- * NULL then. WT_BF16 tiled (tiled 1): the
- * layout of the bf16-activation kernels, rows in tiles of 64, defined in
- * lib/kernels/btile.h.
+ * NULL then. WT_BF16 tiled (tiled 1): the layout of the bf16-activation
+ * kernels, rows in tiles of 64, defined in lib/kernels/btile.h.
  */
 #ifndef WEIGHTS_H
 #define WEIGHTS_H
