@@ -40,7 +40,6 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 		acc[t] = _mm512_setzero_ps();
 	for (int s = 0; s < nsb; s++) {
 		const unsigned char *rec = kq_rec(w, tile, s);
-		prefetch_lines(rec, rb);
 		prefetch_page(rec, rb);
 		const unsigned char *sc = rec + kq_off_sc(type), *nib = rec + kq_off_nib(type);
 		const unsigned char *hb = rec + kq_off_high(type);
@@ -48,6 +47,7 @@ tile_pass(const struct wmat *w, int tile, __mmask16 rows, float *y, int ldy,
 		__m512 dmin = q6 ? d : _mm512_loadu_ps((const float *)(rec + KQ_OFF_DMIN));
 		for (int kk = 0; kk < 8; kk++) {
 			int k = 8 * s + kk;
+			prefetch_lines_part(rec, rb, kk, 8);
 			__m512i v[8];
 			_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
 				__m512i x = _mm512_loadu_si512(nib + 256 * kk + 64 * j);

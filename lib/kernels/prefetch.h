@@ -90,6 +90,21 @@ static inline __attribute__((always_inline)) void prefetch_lines(const void *p, 
 		_mm_prefetch((const char *)p + k + ahead, _MM_HINT_T1);
 }
 
+/* Part i of n of prefetch_lines(p, bytes): its lines cut into n runs as
+ * even as whole lines allow, for a long step whose work goes in n
+ * stretches, each stretch asking for its run. The VNNI K-quant kernel
+ * asks for a record's lines (2.4 to 3.4 KB) a sub-block at a time: all at
+ * the record's start, a burst, they streamed slower (docs/performance.md,
+ * "The K-quant records' requests spread out"). always_inline for the
+ * reason above. */
+static inline __attribute__((always_inline)) void prefetch_lines_part(const void *p, size_t bytes,
+								      int i, int n)
+{
+	size_t lines = (bytes + 63) / 64, l0 = lines * (size_t)i / (size_t)n,
+	       l1 = lines * (size_t)(i + 1) / (size_t)n;
+	prefetch_lines((const char *)p + 64 * l0, 64 * (l1 - l0));
+}
+
 /* The page the hardware prefetchers cannot see past, and how far ahead
  * prefetch_page asks (two pages: measured, docs/performance.md). */
 #define PREFETCH_PAGE 4096
